@@ -1,0 +1,33 @@
+"""``lmms-eval-plugins`` command: a thin dispatcher to the subcommands' own modules."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# subcommand -> (module, one-line help). Each module exposes ``main(argv: list[str]) -> int``.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("lmms_eval_plugins.demo", "run the sample tasks with a tiny random Qwen2.5-VL on the CPU and print the table"),
+    "tiny-qwen": ("lmms_eval_plugins.testing.tiny_qwen", "build a tiny randomly initialised Qwen2.5-VL into a folder"),
+    "judge-agreement": ("lmms_eval_plugins.judges.agreement", "score a judge against human labels (agreement, Cohen's kappa)"),
+    "tasks": ("lmms_eval_plugins.task_list", "list the tasks this package adds"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: lmms-eval-plugins COMMAND [ARGS...]\n\ncommands:")
+        for name, (_module, help_text) in SUBCOMMANDS.items():
+            print(f"  {name:<18} {help_text}")
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in SUBCOMMANDS:
+        print(f"lmms-eval-plugins: unknown command {name!r}; run 'lmms-eval-plugins --help'", file=sys.stderr)
+        return 2
+    module = importlib.import_module(SUBCOMMANDS[name][0])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,229 @@
+"""Where a benchmark's records and media come from: the hub, a local data root, or the bundled sample.
+
+Every task YAML points lmms-eval at a one-row JSON "source" file next to it (``dataset_path: json``;
+lmms-eval resolves ``data_files`` relative to the YAML). The row says which benchmark and which source
+to use; the task's ``process_docs`` hands it to :func:`resolve_source` and loads the real records
+through the helpers below. That keeps the three sources behind one code path:
+
+- ``sample``: the data bundled in the task folder (``sample_data/``), in the same layout as a local root;
+- ``auto``:   ``$LMMS_EVAL_PLUGINS_DATA_ROOT/<benchmark>/`` when the variable is set, else the hub
+  (through the Hugging Face cache, so ``HF_HUB_OFFLINE=1`` works after a first download).
+
+Paths inside records are relative to the benchmark folder and may not escape it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import tempfile
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Literal, Sequence
+
+from lmms_eval_plugins.errors import DataError, MediaError
+
+DATA_ROOT_ENV = "LMMS_EVAL_PLUGINS_DATA_ROOT"
+SKIP_MISSING_MEDIA_ENV = "LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA"
+CACHE_ENV = "LMMS_EVAL_PLUGINS_CACHE"
+
+SourceKind = Literal["sample", "local", "hub"]
+
+
+@dataclass(frozen=True)
+class DataSource:
+    benchmark: str
+    kind: SourceKind
+    root: Path | None = None  # benchmark folder (sample/local) or the hub snapshot's local copy
+    hub_repo: str | None = None
+
+    def describe(self) -> str:
+        return f"{self.benchmark} from the hub ({self.hub_repo})" if self.kind == "hub" else f"{self.benchmark} from {self.root}"
+
+
+def source_spec(dataset: Any) -> dict[str, Any]:
+    """Read the one-row source file that every task YAML loads (see module docstring)."""
+    rows = list(dataset)
+    if len(rows) != 1 or "benchmark" not in rows[0]:
+        raise DataError("a task's source file must hold exactly one row with a 'benchmark' field",
+                        fix="reinstall lmms-eval-plugins; the task folder is damaged")
+    return dict(rows[0])
+
+
+def resolve_source(benchmark: str, source: str, *, sample_dir: Path, hub_repo: str | None,
+                   local_layout: str) -> DataSource:
+    """Decide where ``benchmark`` is read from. ``local_layout`` is shown to users in errors."""
+    if source == "sample":
+        if not sample_dir.is_dir():
+            raise DataError(f"the bundled sample of {benchmark} is missing", path=str(sample_dir),
+                            fix="reinstall lmms-eval-plugins (sample data ships inside the wheel)")
+        return DataSource(benchmark, "sample", sample_dir)
+    if source != "auto":
+        raise DataError(f"unknown data source {source!r} for {benchmark}", fix="use 'auto' or 'sample'")
+    data_root = os.environ.get(DATA_ROOT_ENV)
+    if data_root:
+        folder = Path(data_root).expanduser().resolve() / benchmark
+        if not folder.is_dir():
+            raise DataError(f"{DATA_ROOT_ENV} is set but holds no '{benchmark}' folder", path=str(folder),
+                            fix=f"put the data in this layout: {local_layout}")
+        return DataSource(benchmark, "local", folder)
+    if hub_repo is None:
+        raise DataError(
+            f"the {benchmark} data is not public yet, so it cannot be downloaded",
+            fix=f"set {DATA_ROOT_ENV}=/path/to/data with this layout: {local_layout} "
+                f"(or run the bundled sample: --tasks {benchmark}_sample)")
+    return DataSource(benchmark, "hub", None, hub_repo)
+
+
+def safe_path(root: Path, relative: str, *, record: str) -> Path:
+    """``root/relative``, refusing absolute paths and anything that resolves outside ``root``."""
+    if not isinstance(relative, str) or not relative.strip():
+        raise DataError("a media path is empty", record=record, path=str(root), fix="fill in the record's path")
+    candidate = Path(relative)
+    root_resolved = root.resolve()
+    resolved = (root_resolved / candidate).resolve()
+    if candidate.is_absolute() or not resolved.is_relative_to(root_resolved):
+        raise DataError(f"path {relative!r} escapes the benchmark folder", record=record, path=str(root),
+                        fix="paths in records must be relative to the benchmark folder and stay inside it")
+    return resolved
+
+
+def require_file(path: Path, *, record: str, what: str, fix: str) -> Path:
+    if not path.is_file():
+        raise MediaError(f"{what} not found", record=record, path=str(path), fix=fix)
+    return path
+
+
+def find_with_extensions(folder: Path, stem: str, extensions: Sequence[str]) -> Path | None:
+    for ext in extensions:
+        path = folder / f"{stem}.{ext}"
+        if path.is_file():
+            return path
+    return None
+
+
+def skip_missing_media() -> bool:
+    return os.environ.get(SKIP_MISSING_MEDIA_ENV, "") not in ("", "0", "false", "False")
+
+
+# Records dropped because their media were missing, per benchmark (read back by aggregation, same process).
+SKIPPED: dict[str, int] = {}
+
+
+def keep_records_with_media(benchmark: str, records: Iterable[Any],
+                            check: Callable[[Any], None]) -> list[Any]:
+    """Run ``check`` (raises MediaError) on each record; skip failures only when the user asked to."""
+    kept, skipped = [], 0
+    for record in records:
+        try:
+            check(record)
+        except MediaError:
+            if not skip_missing_media():
+                raise
+            skipped += 1
+            continue
+        kept.append(record)
+    SKIPPED[benchmark] = skipped
+    if not kept:
+        raise DataError(f"no {benchmark} record has its media", fix="check the data folder layout")
+    return kept
+
+
+def hub_file(repo_id: str, filename: str) -> Path:
+    """A file of a hub dataset, through the Hugging Face cache (works with HF_HUB_OFFLINE=1 once cached)."""
+    from huggingface_hub import hf_hub_download
+
+    try:
+        return Path(hf_hub_download(repo_id=repo_id, filename=filename, repo_type="dataset"))
+    except Exception as exc:  # network, auth, offline without cache: say what to do
+        raise DataError(f"could not get {filename} from the hub dataset {repo_id}: {exc}",
+                        fix=f"check the network (or HF_TOKEN), or download it once and set {DATA_ROOT_ENV}") from exc
+
+
+def cache_dir(*parts: str) -> Path:
+    base = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "lmms_eval_plugins")
+    path = base.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def fetch_url(url: str, dest: Path, *, record: str, timeout: float = 30.0) -> Path:
+    """Download ``url`` to ``dest`` once (atomic rename); later calls reuse the file."""
+    if dest.is_file():
+        return dest
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response, \
+                tempfile.NamedTemporaryFile(dir=dest.parent, delete=False) as tmp:
+            shutil.copyfileobj(response, tmp)
+        os.replace(tmp.name, dest)
+    except Exception as exc:
+        raise MediaError(f"could not download {url}: {exc}", record=record, path=str(dest),
+                         fix=f"put the file there by hand, or use a local copy of the data via {DATA_ROOT_ENV}") from exc
+    return dest
+
+
+def fetch_all(jobs: Sequence[tuple[str, Path, str]], workers: int = 16) -> list[Path | MediaError]:
+    """Download (url, dest, record) jobs concurrently; failures come back as MediaError values."""
+    def one(job: tuple[str, Path, str]) -> Path | MediaError:
+        try:
+            return fetch_url(job[0], job[1], record=job[2])
+        except MediaError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, jobs))
+
+
+def read_csv_records(path: Path) -> list[dict[str, str]]:
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            return [dict(row) for row in csv.DictReader(handle)]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"cannot read CSV: {exc}", path=str(path), fix="check the file is a UTF-8 CSV with a header row") from exc
+
+
+def read_json(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError as exc:
+        raise DataError("file not found", path=str(path), fix="check the data folder layout") from exc
+    except (OSError, json.JSONDecodeError) as exc:
+        raise DataError(f"invalid JSON: {exc}", path=str(path), fix="fix the JSON syntax") from exc
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    records = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise DataError(f"cannot read: {exc}", path=str(path), fix="check the data folder layout") from exc
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"invalid JSON on line {number}: {exc}", path=str(path), fix="one JSON object per line") from exc
+        if not isinstance(record, dict):
+            raise DataError(f"line {number} is not a JSON object", path=str(path), fix="one JSON object per line")
+        records.append(record)
+    return records
+
+
+def require_fields(record: dict[str, Any], fields: Iterable[str], *, record_id: str, path: Path) -> None:
+    missing = [name for name in fields if name not in record or record[name] is None]
+    if missing:
+        raise DataError(f"missing field(s) {', '.join(missing)}", record=record_id, path=str(path),
+                        fix="add the field(s); see the task README for the record schema")
+
+
+def to_dataset(docs: list[dict[str, Any]]):
+    """Docs -> ``datasets.Dataset``. Nested values should already be JSON strings or flat lists."""
+    import datasets
+
+    return datasets.Dataset.from_list(docs)

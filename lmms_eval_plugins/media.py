@@ -1,0 +1,392 @@
+"""Frame sampling shared by the video benchmarks: decord for videos, PIL for images and frame folders.
+
+Frames leave this module as RGB PIL images, ready for lmms-eval's chat content
+(`{"type": "video", "url": [PIL, ...]}`), so every model class sees exactly the frames we chose.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal, Sequence
+
+from PIL import Image
+
+from lmms_eval_plugins.errors import MediaError
+
+Interval = tuple[float, float]
+IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp"})
+# One decoding thread, as lmms-eval's own decord loaders use: sampled frames are far apart, so decord
+# seeks before almost every frame and ffmpeg's frame threads are flushed at each seek. On the bench,
+# decord's automatic thread count was no faster, and it would compete with the model's own threads.
+DECODE_THREADS = 1
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    num_frames: int
+    fps: float
+    duration: float  # seconds: num_frames / fps
+    width: int
+    height: int
+
+
+@dataclass
+class SampledFrames:
+    frames: list[Image.Image]
+    timestamps: list[float]  # seconds: index / fps
+    indices: list[int]  # video: frame index; folder: position in the numerically sorted file list
+    path: str
+    fps: float
+    # Number of each frame in its source: the video frame index, or the integer in a frame file's
+    # name (CrossVid's boxes are keyed by it). Defaults to `indices`.
+    frame_numbers: list[int] = field(default_factory=list)
+    source_size: tuple[int, int] | None = None  # (width, height) before resizing, to scale boxes
+
+    def __post_init__(self) -> None:
+        if not self.frame_numbers:
+            self.frame_numbers = list(self.indices)
+
+
+@dataclass(frozen=True)
+class VideoRequest:
+    path: str | Path
+    intervals: Sequence[Interval] | None = None  # seconds; None = the whole video
+    record_id: str | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure index math
+# ---------------------------------------------------------------------------------------------
+
+
+def _clamp(index: int, total_frames: int) -> int:
+    return min(max(index, 0), total_frames - 1)
+
+
+def uniform_indices(total_frames: int, k: int, first: int = 0, last: int | None = None) -> list[int]:
+    """K frame indices spread uniformly over the frames first..last (inclusive).
+
+    Rule: cut the n = last - first + 1 frames into k equal bins and take the frame holding each
+    bin's centre, i.e. first + floor((j + 1/2) * n / k) for j = 0..k-1. Centres keep equal margins at
+    both ends (unlike linspace, which always takes the first and last frame). When n <= k, every
+    frame in the range is returned once: a video shorter than the budget is never padded with
+    repeats. Bounds are clamped to the video and a reversed range is swapped.
+    """
+    if k <= 0 or total_frames <= 0:
+        return []
+    last = total_frames - 1 if last is None else last
+    first, last = sorted((_clamp(first, total_frames), _clamp(last, total_frames)))
+    n = last - first + 1
+    if n <= k:
+        return list(range(first, last + 1))
+    # Integer form of floor((2j + 1) * n / (2k)): exact, no float rounding at bin edges.
+    return [first + (2 * j + 1) * n // (2 * k) for j in range(k)]
+
+
+def seconds_to_frame_range(start: float, end: float, fps: float, total_frames: int) -> tuple[int, int]:
+    """The first and last frame (by timestamp index / fps) inside [start, end] seconds.
+
+    A reversed interval is swapped. An interval holding no frame timestamp (zero length, or shorter
+    than one frame) yields the single frame nearest its midpoint. The result is clamped to the video.
+    """
+    if total_frames <= 0 or fps <= 0:
+        raise ValueError(f"need a video with frames and a frame rate, got {total_frames} frames at {fps} fps")
+    start, end = sorted((start, end))
+    # Rounding before ceil/floor stops float noise (0.3 * 10 = 3.0000000000000004) from losing a frame.
+    first, last = math.ceil(round(start * fps, 6)), math.floor(round(end * fps, 6))
+    if first > last:
+        first = last = round((start + end) / 2 * fps)
+    return _clamp(first, total_frames), _clamp(last, total_frames)
+
+
+def split_budget(total: int, lengths: Sequence[float], mode: Literal["equal", "proportional"]) -> list[int]:
+    """Split a frame budget over several videos or intervals; the parts always sum to `total`.
+
+    "equal": total // n each, the remainder going one by one to the first parts.
+    "proportional": by length, with the largest-remainder method (floor every exact quota, then hand
+    the leftover frames to the largest fractional parts, earlier parts first on ties). Lengths that
+    are not positive finite numbers count as 0; if all do, the split is equal. When total >= n every
+    part gets at least one frame: a part left at 0 takes one from the largest part.
+    """
+    n = len(lengths)
+    if mode not in ("equal", "proportional"):
+        raise ValueError(f"split mode must be 'equal' or 'proportional', got {mode!r}")
+    if n == 0:
+        return []
+    if total <= 0:
+        return [0] * n
+    weights = [Fraction(float(x)) if 0 < x < float("inf") else Fraction(0) for x in lengths]
+    if mode == "equal" or not any(weights):
+        return [total // n + (i < total % n) for i in range(n)]
+    whole = sum(weights)
+    quotas = [total * w / whole for w in weights]  # exact fractions: no float drift in the sum
+    parts = [int(q) for q in quotas]
+    by_remainder = sorted(range(n), key=lambda i: (parts[i] - quotas[i], i))
+    for i in by_remainder[: total - sum(parts)]:
+        parts[i] += 1
+    if total >= n:
+        for i in range(n):
+            if parts[i] == 0:
+                donor = parts.index(max(parts))
+                parts[donor] -= 1
+                parts[i] = 1
+    return parts
+
+
+def fit_size(width: int, height: int, max_long_side: int | None) -> tuple[int, int]:
+    """(width, height) scaled so the longer side is at most `max_long_side`; never enlarged."""
+    if max_long_side is None or max(width, height) <= max_long_side:
+        return width, height
+    if max_long_side < 1:
+        raise ValueError(f"max_long_side must be a positive number of pixels, got {max_long_side}")
+    scale = max_long_side / max(width, height)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def resize_down(image: Image.Image, max_long_side: int | None) -> Image.Image:
+    """Shrink so the longer side is at most `max_long_side` (aspect kept); never enlarges."""
+    size = fit_size(*image.size, max_long_side)
+    if size == image.size:
+        return image
+    # reducing_gap: box-reduce by an integer factor first (fast) when shrinking a lot, as thumbnail does.
+    return image.resize(size, Image.Resampling.BILINEAR, reducing_gap=2.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Files
+# ---------------------------------------------------------------------------------------------
+
+
+def _existing(path: str | Path, what: str, record_id: str | None, *, folder: bool = False) -> Path:
+    p = Path(path).expanduser()
+    if not (p.is_dir() if folder else p.is_file()):
+        raise MediaError(
+            f"{what} not found",
+            record=record_id,
+            path=str(p),
+            fix=f"put the {what} at this path (see the benchmark's data layout in the README), "
+            "or run with the task option that skips records with missing media",
+        )
+    return p
+
+
+_REENCODE = {
+    "video": "ffmpeg -i in.mp4 -c:v libx264 -pix_fmt yuv420p out.mp4",
+    "image": "save it again as JPEG or PNG",
+}
+
+
+def _undecodable(what: str, path: Path, record_id: str | None, exc: BaseException) -> MediaError:
+    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+    return MediaError(
+        f"cannot decode {what} ({reason})",
+        record=record_id,
+        path=str(path),
+        fix=f"the {what} is truncated or in an unsupported format: download it again, or convert it ({_REENCODE[what]})",
+    )
+
+
+def _reader(path: str, width: int = -1, height: int = -1):
+    try:
+        import decord
+    except ImportError as exc:  # decord is not pulled in by lmms-eval itself
+        raise ImportError("reading videos needs decord: pip install decord (eva-decord on macOS arm64)") from exc
+    return decord.VideoReader(path, ctx=decord.cpu(0), width=width, height=height, num_threads=DECODE_THREADS)
+
+
+def video_info(path: str | Path, record_id: str | None = None) -> VideoInfo:
+    """Frame count, frame rate, duration and size of a video (cached by path, mtime and size)."""
+    p = _existing(path, "video", record_id)
+    stat = p.stat()
+    try:
+        info = _probe(str(p.resolve()), stat.st_mtime_ns, stat.st_size)
+    except Exception as exc:  # decord raises DECORDError, RuntimeError or AssertionError on bad files
+        raise _undecodable("video", p, record_id, exc) from exc
+    if info.num_frames <= 0 or info.fps <= 0:
+        raise _undecodable("video", p, record_id, ValueError(f"{info.num_frames} frames at {info.fps} fps"))
+    return info
+
+
+@lru_cache(maxsize=512)
+def _probe(path: str, mtime_ns: int, size: int) -> VideoInfo:
+    # mtime and size are part of the key so an edited file is probed again; no reader outlives the call.
+    reader = _reader(path)
+    height, width = reader[0].shape[:2]  # decord exposes the size only through a decoded frame
+    num_frames, fps = len(reader), float(reader.get_avg_fps())
+    return VideoInfo(num_frames, fps, num_frames / fps if fps > 0 else 0.0, width, height)
+
+
+def load_image(path: str | Path, record_id: str | None = None, max_long_side: int | None = None) -> Image.Image:
+    """An RGB image, shrunk to `max_long_side` if larger."""
+    return _load_image(_existing(path, "image", record_id), record_id, max_long_side)[0]
+
+
+def _load_image(path: Path, record_id: str | None, max_long_side: int | None) -> tuple[Image.Image, tuple[int, int]]:
+    """The RGB image (shrunk) and its original (width, height)."""
+    try:
+        with Image.open(path) as im:
+            size = im.size
+            # JPEG can decode at 1/2, 1/4 or 1/8 scale: ask for no less than the target size.
+            im.draft("RGB", fit_size(*size, max_long_side))
+            return resize_down(im.convert("RGB"), max_long_side), size
+    except OSError as exc:  # PIL.UnidentifiedImageError and truncated files are OSErrors
+        raise _undecodable("image", path, record_id, exc) from exc
+
+
+# ---------------------------------------------------------------------------------------------
+# Sampling
+# ---------------------------------------------------------------------------------------------
+
+
+def sample_video(
+    path: str | Path,
+    num_frames: int,
+    *,
+    interval: Interval | None = None,
+    intervals: Sequence[Interval] | None = None,
+    max_long_side: int | None = None,
+    record_id: str | None = None,
+) -> SampledFrames:
+    """`num_frames` frames spread uniformly over the video, one interval, or several intervals.
+
+    Intervals are [start, end] in seconds; with several, the budget is split in proportion to their
+    lengths (`split_budget`) and frames come out interval by interval. One batched decord read per
+    call. Frames larger than `max_long_side` are scaled down by decord's ffmpeg filter (swscale,
+    bicubic) while decoding: cheaper than converting full-size frames to PIL and resizing them.
+    """
+    if interval is not None and intervals is not None:
+        raise ValueError("pass either interval or intervals, not both")
+    spans = [interval] if interval is not None else intervals
+    info = video_info(path, record_id)
+    if spans is None:
+        indices = uniform_indices(info.num_frames, num_frames)
+    else:
+        budgets = split_budget(num_frames, [abs(end - start) for start, end in spans], "proportional")
+        indices = [
+            i
+            for (start, end), k in zip(spans, budgets)
+            for i in uniform_indices(info.num_frames, k, *seconds_to_frame_range(start, end, info.fps, info.num_frames))
+        ]
+    p = Path(path).expanduser()
+    width, height = fit_size(info.width, info.height, max_long_side)
+    # -1 x -1 tells decord to keep the size; any other size is scaled by its ffmpeg filter while decoding.
+    keep = (width, height) == (info.width, info.height)
+    frames = _decode(p, indices, (-1, -1) if keep else (width, height), record_id)
+    return SampledFrames(
+        frames=frames,
+        timestamps=[i / info.fps for i in indices],
+        indices=indices,
+        path=str(p),
+        fps=info.fps,
+        source_size=(info.width, info.height),
+    )
+
+
+def _decode(path: Path, indices: list[int], size: tuple[int, int], record_id: str | None) -> list[Image.Image]:
+    if not indices:
+        return []
+    try:
+        batch = _reader(str(path), *size).get_batch(indices).asnumpy()
+    except Exception as exc:  # noqa: BLE001 - decord's errors carry no common base class
+        raise _undecodable("video", path, record_id, exc) from exc
+    return [Image.fromarray(frame) for frame in batch]
+
+
+def sample_videos(
+    videos: Sequence[VideoRequest],
+    total_frames: int,
+    mode: Literal["equal", "proportional"],
+    max_long_side: int | None = None,
+) -> list[SampledFrames]:
+    """Sample several videos under one frame budget split by `split_budget`.
+
+    "proportional" weighs each video by the total length of its intervals, or by its duration when
+    it has none. Each video is sampled on its own, so videos of different lengths are fine.
+    """
+    lengths = [_length(v) for v in videos] if mode == "proportional" else [1.0] * len(videos)
+    return [
+        sample_video(v.path, k, intervals=v.intervals, max_long_side=max_long_side, record_id=v.record_id)
+        for v, k in zip(videos, split_budget(total_frames, lengths, mode))
+    ]
+
+
+def _length(video: VideoRequest) -> float:
+    if video.intervals is None:
+        return video_info(video.path, video.record_id).duration
+    return sum(abs(end - start) for start, end in video.intervals)
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def frame_files(folder: str | Path, record_id: str | None = None) -> list[tuple[int, Path]]:
+    """(frame number, path) of the images in a frame folder, sorted by the last integer in each name."""
+    root = _existing(folder, "frame folder", record_id, folder=True)
+    files = []
+    for p in root.iterdir():
+        if p.suffix.lower() not in IMAGE_SUFFIXES:
+            continue
+        numbers = _NUMBER.findall(p.stem)
+        if not numbers:
+            raise MediaError(
+                "frame file name holds no frame number",
+                record=record_id,
+                path=str(p),
+                fix="name frame images with their frame number (e.g. 000123.jpg) or move other images out",
+            )
+        files.append((int(numbers[-1]), p))
+    if not files:
+        raise MediaError(
+            "frame folder holds no images",
+            record=record_id,
+            path=str(root),
+            fix=f"extract the frames ({', '.join(sorted(IMAGE_SUFFIXES))}) into this folder",
+        )
+    return sorted(files)
+
+
+def sample_frame_folder(
+    folder: str | Path,
+    num_frames: int,
+    *,
+    fps: float = 1.0,
+    max_long_side: int | None = None,
+    record_id: str | None = None,
+) -> SampledFrames:
+    """`num_frames` images spread uniformly (`uniform_indices`) over a folder of numbered frames.
+
+    `indices` are positions in the sorted list, `frame_numbers` the numbers in the file names, and
+    timestamps are position / fps.
+    """
+    files = frame_files(folder, record_id)
+    positions = uniform_indices(len(files), num_frames)
+    loaded = [_load_image(files[i][1], record_id, max_long_side) for i in positions]
+    return SampledFrames(
+        frames=[image for image, _ in loaded],
+        timestamps=[i / fps for i in positions],
+        indices=positions,
+        path=str(Path(folder).expanduser()),
+        fps=fps,
+        frame_numbers=[files[i][0] for i in positions],
+        source_size=loaded[0][1] if loaded else None,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Chat content
+# ---------------------------------------------------------------------------------------------
+
+
+def as_video_content(frames: list[Image.Image]) -> dict:
+    """lmms-eval chat content for a video given as frames (chat models use every frame)."""
+    return {"type": "video", "url": frames}
+
+
+def as_image_contents(frames: list[Image.Image]) -> list[dict]:
+    """One lmms-eval image content per frame, for models that take images only."""
+    return [{"type": "image", "url": frame} for frame in frames]

@@ -1,0 +1,1 @@
+"""Test and baseline models, registered under ``oracle`` and ``random`` (see discovery.py)."""

@@ -1,0 +1,1 @@
+"""Task folders, one per benchmark; lmms-eval indexes the YAML files found below this folder."""

@@ -1,0 +1,80 @@
+"""ErrorRadar through the real ``lmms-eval`` CLI (subprocess), judged by the results JSON, not the exit code."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from lmms_eval_plugins.models.random_baseline import chance_pick
+from lmms_eval_plugins.testing.cli_run import run_lmms_eval
+from lmms_eval_plugins.testing.task_utils import load_task_utils
+
+pytestmark = pytest.mark.cli
+er = load_task_utils("errorradar")
+STEP_TASK, CATE_TASK = "errorradar_step_sample", "errorradar_cate_sample"
+
+
+def sample_docs(kind: str) -> list[dict]:
+    process = er.process_docs_step if kind == "step" else er.process_docs_cate
+    return list(process([{"benchmark": "errorradar", "source": "sample"}]))
+
+
+def test_oracle_scores_100_on_every_metric(tmp_path, isolated_env):
+    run = run_lmms_eval(tasks="errorradar_sample", model="oracle", output_dir=tmp_path / "out")
+    step, cate = run.task_results(STEP_TASK), run.task_results(CATE_TASK)
+    assert step["step_acc"] == 100.0 and step["step_parse_fail"] == 0
+    for metric in ("cate_acc", "cate_macro_precision", "cate_macro_recall", "cate_macro_f1",
+                   "cate_f1_vis", "cate_f1_cal", "cate_f1_reas", "cate_f1_know", "cate_f1_mis"):
+        assert cate[metric] == 100.0, metric
+    assert cate["cate_parse_fail"] == 0
+    assert set(step["step_acc_by_question_type"].values()) == {100.0}
+    assert cate["cate_pred_distribution"]["unparseable"] == 0.0
+    assert sum(cate["cate_confusion"][c][c] for c in er.CATEGORIES) == len(sample_docs("cate"))
+    # logged samples carry the parsed prediction, the gold value and the parse status
+    logged = run.samples(STEP_TASK)[0]["step_acc"]
+    assert logged["pred"] == logged["gold"] and logged["parse_error"] is None
+
+
+def test_random_baseline_is_seeded_and_matches_its_definition(tmp_path, isolated_env):
+    run = run_lmms_eval(tasks=STEP_TASK, model="random", model_args="seed=7", output_dir=tmp_path / "out")
+    docs = sample_docs("step")
+    expected_right = sum(
+        chance_pick(d["chance_responses"], seed=7, task=STEP_TASK, doc_id=i) == d["oracle_response"]
+        for i, d in enumerate(docs))
+    assert run.task_results(STEP_TASK)["step_acc"] == pytest.approx(100 * expected_right / len(docs))
+
+
+def test_tiny_qwen_completes(tmp_path, isolated_env, tiny_qwen_args):
+    run = run_lmms_eval(tasks="errorradar_sample", model="qwen2_5_vl", model_args=tiny_qwen_args,
+                        output_dir=tmp_path / "out")
+    for task in (STEP_TASK, CATE_TASK):
+        metrics = run.task_results(task)
+        assert 0.0 <= metrics.get("step_acc", metrics.get("cate_acc")) <= 100.0
+        assert run.results["n-samples"][task]["effective"] == 10
+    # a random model's output is mostly unparseable: counted, never a crash
+    assert all("parse_error" in s["step_acc"] for s in run.samples(STEP_TASK))
+
+
+def test_local_data_root_and_three_round_average(tmp_path, isolated_env):
+    shutil.copytree(er.SAMPLE_DIR, tmp_path / "data" / "errorradar")
+    run = run_lmms_eval(tasks="errorradar_3rounds", model="oracle", output_dir=tmp_path / "out",
+                        env={"LMMS_EVAL_PLUGINS_DATA_ROOT": str(tmp_path / "data")})
+    step = run.task_results("errorradar_step_3rounds")
+    assert step["step_acc"] == 100.0 and step["step_acc_std"] == 0.0
+    assert run.results["n-samples"]["errorradar_step_3rounds"]["effective"] == 3 * 10
+    cate = run.task_results("errorradar_cate_3rounds")
+    assert cate["cate_macro_f1"] == 100.0 and cate["cate_macro_f1_std"] == 0.0
+
+
+def test_bad_local_data_fails_with_a_message_naming_record_and_fix(tmp_path, isolated_env):
+    folder = tmp_path / "data" / "errorradar"
+    shutil.copytree(er.SAMPLE_DIR, folder)
+    csv_path = folder / er.CSV_NAME
+    text = csv_path.read_text(encoding="utf-8")
+    first_id = text.splitlines()[1].split(",")[0]
+    csv_path.write_text(text.replace("Visual Perception Error", "Spelling Error", 1), encoding="utf-8")
+    run = run_lmms_eval(tasks="errorradar_cate", model="oracle", output_dir=tmp_path / "out",
+                        env={"LMMS_EVAL_PLUGINS_DATA_ROOT": str(tmp_path / "data")}, log_samples=False)
+    assert "errorradar_cate" not in run.results.get("results", {})
+    assert first_id in run.output and "Spelling Error" in run.output and "fix:" in run.output
