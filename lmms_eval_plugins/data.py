@@ -144,6 +144,17 @@ def hub_file(repo_id: str, filename: str) -> Path:
                         fix=f"check the network (or HF_TOKEN), or download it once and set {DATA_ROOT_ENV}") from exc
 
 
+def hub_snapshot(repo_id: str, allow_patterns: Sequence[str] | None = None) -> Path:
+    """A local copy of (part of) a hub dataset repository, through the Hugging Face cache."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo_id=repo_id, repo_type="dataset", allow_patterns=list(allow_patterns or []) or None))
+    except Exception as exc:
+        raise DataError(f"could not get the hub dataset {repo_id}: {exc}",
+                        fix=f"check the network (or HF_TOKEN), or download it once and set {DATA_ROOT_ENV}") from exc
+
+
 def cache_dir(*parts: str) -> Path:
     base = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "lmms_eval_plugins")
     path = base.joinpath(*parts)

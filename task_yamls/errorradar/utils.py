@@ -335,54 +335,26 @@ def _by_question_type(items: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return breakdown([100.0 * bool(i["correct"]) for i in items], [i["question_type"] or None for i in items])
 
 
-def agg_step_acc(items):
-    return round_mean_std(items, _accuracy)[0]
+def _round_mean(metric):
+    return lambda items: round_mean_std(items, metric)[0]
 
 
-def agg_step_acc_std(items):
-    return round_mean_std(items, _accuracy)[1]
+def _round_std(metric):
+    return lambda items: round_mean_std(items, metric)[1]
 
 
-agg_cate_acc = agg_step_acc
-agg_cate_acc_std = agg_step_acc_std
-
-
-def agg_cate_macro_precision(items):
-    return round_mean_std(items, _macro("precision"))[0]
-
-
-def agg_cate_macro_recall(items):
-    return round_mean_std(items, _macro("recall"))[0]
-
-
-def agg_cate_macro_f1(items):
-    return round_mean_std(items, _macro("f1"))[0]
-
-
-def agg_cate_macro_f1_std(items):
-    return round_mean_std(items, _macro("f1"))[1]
-
-
-def agg_cate_f1_vis(items):
-    return round_mean_std(items, _class_f1("VIS"))[0]
-
-
-def agg_cate_f1_cal(items):
-    return round_mean_std(items, _class_f1("CAL"))[0]
-
-
-def agg_cate_f1_reas(items):
-    return round_mean_std(items, _class_f1("REAS"))[0]
-
-
-def agg_cate_f1_know(items):
-    return round_mean_std(items, _class_f1("KNOW"))[0]
-
-
-def agg_cate_f1_mis(items):
-    return round_mean_std(items, _class_f1("MIS"))[0]
-
-
+# lmms-eval's `!function utils.agg_*` needs module-level names; each is "metric per round, then mean (or std)".
+agg_step_acc = agg_cate_acc = _round_mean(_accuracy)
+agg_step_acc_std = agg_cate_acc_std = _round_std(_accuracy)
+agg_cate_macro_precision = _round_mean(_macro("precision"))
+agg_cate_macro_recall = _round_mean(_macro("recall"))
+agg_cate_macro_f1 = _round_mean(_macro("f1"))
+agg_cate_macro_f1_std = _round_std(_macro("f1"))
+agg_cate_f1_vis = _round_mean(_class_f1("VIS"))
+agg_cate_f1_cal = _round_mean(_class_f1("CAL"))
+agg_cate_f1_reas = _round_mean(_class_f1("REAS"))
+agg_cate_f1_know = _round_mean(_class_f1("KNOW"))
+agg_cate_f1_mis = _round_mean(_class_f1("MIS"))
 agg_step_parse_fail = _parse_failures
 agg_cate_parse_fail = _parse_failures
 agg_step_acc_by_question_type = _by_question_type
