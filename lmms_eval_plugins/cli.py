@@ -11,6 +11,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "tiny-qwen": ("lmms_eval_plugins.testing.tiny_qwen", "build a tiny randomly initialised Qwen2.5-VL into a folder"),
     "judge-agreement": ("lmms_eval_plugins.judges.agreement", "score a judge against human labels (agreement, Cohen's kappa)"),
     "tasks": ("lmms_eval_plugins.task_list", "list the tasks this package adds"),
+    "report": ("lmms_eval_plugins.report", "paper-style HTML/Markdown report from lmms-eval output folders"),
+    "export-upstream": ("lmms_eval_plugins.export", "write a self-contained lmms_eval/tasks/<name>/ folder for upstreaming"),
+    "check-model": ("lmms_eval_plugins.check_model", "run every *_sample task with a model and report what breaks"),
 }
 
 
