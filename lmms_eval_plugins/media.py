@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import TYPE_CHECKING, Literal
 
 from PIL import Image
 
 from lmms_eval_plugins.errors import MediaError
+
+if TYPE_CHECKING:
+    from decord import VideoReader
 
 Interval = tuple[float, float]
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp"})
@@ -138,6 +142,19 @@ def split_budget(total: int, lengths: Sequence[float], mode: Literal["equal", "p
     return parts
 
 
+def frame_plan(total_frames: int, fps: float, num_frames: int, intervals: Sequence[Interval] | None) -> list[int]:
+    """The indices `sample_video` decodes: uniform over the video, or over each interval (seconds)
+    with the budget split in proportion to interval length; interval by interval, in the given order."""
+    if intervals is None:
+        return uniform_indices(total_frames, num_frames)
+    budgets = split_budget(num_frames, [abs(end - start) for start, end in intervals], "proportional")
+    return [
+        i
+        for (start, end), k in zip(intervals, budgets)
+        for i in uniform_indices(total_frames, k, *seconds_to_frame_range(start, end, fps, total_frames))
+    ]
+
+
 def fit_size(width: int, height: int, max_long_side: int | None) -> tuple[int, int]:
     """(width, height) scaled so the longer side is at most `max_long_side`; never enlarged."""
     if max_long_side is None or max(width, height) <= max_long_side:
@@ -191,7 +208,7 @@ def _undecodable(what: str, path: Path, record_id: str | None, exc: BaseExceptio
     )
 
 
-def _reader(path: str, width: int = -1, height: int = -1):
+def _reader(path: str, width: int = -1, height: int = -1) -> VideoReader:
     try:
         import decord
     except ImportError as exc:  # decord is not pulled in by lmms-eval itself
@@ -204,21 +221,39 @@ def video_info(path: str | Path, record_id: str | None = None) -> VideoInfo:
     p = _existing(path, "video", record_id)
     stat = p.stat()
     try:
-        info = _probe(str(p.resolve()), stat.st_mtime_ns, stat.st_size)
-    except Exception as exc:  # decord raises DECORDError, RuntimeError or AssertionError on bad files
-        raise _undecodable("video", p, record_id, exc) from exc
-    if info.num_frames <= 0 or info.fps <= 0:
-        raise _undecodable("video", p, record_id, ValueError(f"{info.num_frames} frames at {info.fps} fps"))
-    return info
+        return _probe(str(p.resolve()), stat.st_mtime_ns, stat.st_size)
+    except MediaError as exc:  # the cache is shared by all records, so the probe cannot name one
+        raise MediaError(exc.problem, record=record_id, path=str(p), fix=exc.fix) from exc
 
 
 @lru_cache(maxsize=512)
 def _probe(path: str, mtime_ns: int, size: int) -> VideoInfo:
     # mtime and size are part of the key so an edited file is probed again; no reader outlives the call.
-    reader = _reader(path)
-    height, width = reader[0].shape[:2]  # decord exposes the size only through a decoded frame
-    num_frames, fps = len(reader), float(reader.get_avg_fps())
-    return VideoInfo(num_frames, fps, num_frames / fps if fps > 0 else 0.0, width, height)
+    reader, fps = _open(Path(path), None)
+    width, height = _decode(reader, [0], Path(path), None)[0].size  # decord tells the size only by decoding
+    return VideoInfo(len(reader), fps, len(reader) / fps, width, height)
+
+
+def _open(path: Path, record_id: str | None, width: int = -1, height: int = -1) -> tuple[VideoReader, float]:
+    """A decord reader (scaling to width x height while decoding, unless -1) and its frame rate."""
+    try:
+        reader = _reader(str(path), width, height)
+        fps = float(reader.get_avg_fps())
+    except Exception as exc:  # decord raises DECORDError, RuntimeError or AssertionError on bad files
+        raise _undecodable("video", path, record_id, exc) from exc
+    if fps <= 0:
+        raise _undecodable("video", path, record_id, ValueError(f"the container gives {fps} frames per second"))
+    return reader, fps
+
+
+def _decode(reader: VideoReader, indices: list[int], path: Path, record_id: str | None) -> list[Image.Image]:
+    if not indices:
+        return []
+    try:
+        batch = reader.get_batch(indices).asnumpy()  # one seek-optimised read of every index
+    except Exception as exc:  # a file can open yet fail mid-stream
+        raise _undecodable("video", path, record_id, exc) from exc
+    return [Image.fromarray(frame) for frame in batch]
 
 
 def load_image(path: str | Path, record_id: str | None = None, max_long_side: int | None = None) -> Image.Image:
@@ -254,47 +289,30 @@ def sample_video(
 ) -> SampledFrames:
     """`num_frames` frames spread uniformly over the video, one interval, or several intervals.
 
-    Intervals are [start, end] in seconds; with several, the budget is split in proportion to their
-    lengths (`split_budget`) and frames come out interval by interval. One batched decord read per
-    call. Frames larger than `max_long_side` are scaled down by decord's ffmpeg filter (swscale,
-    bicubic) while decoding: cheaper than converting full-size frames to PIL and resizing them.
+    Intervals are [start, end] in seconds; `frame_plan` picks the indices. One batched decord read
+    per call. Frames larger than `max_long_side` are scaled down by decord's ffmpeg filter (swscale,
+    bicubic) while decoding, which is cheaper than converting full-size frames to PIL and resizing
+    them; that needs the video's size first (`video_info`, cached).
     """
     if interval is not None and intervals is not None:
         raise ValueError("pass either interval or intervals, not both")
-    spans = [interval] if interval is not None else intervals
-    info = video_info(path, record_id)
-    if spans is None:
-        indices = uniform_indices(info.num_frames, num_frames)
-    else:
-        budgets = split_budget(num_frames, [abs(end - start) for start, end in spans], "proportional")
-        indices = [
-            i
-            for (start, end), k in zip(spans, budgets)
-            for i in uniform_indices(info.num_frames, k, *seconds_to_frame_range(start, end, info.fps, info.num_frames))
-        ]
-    p = Path(path).expanduser()
-    width, height = fit_size(info.width, info.height, max_long_side)
-    # -1 x -1 tells decord to keep the size; any other size is scaled by its ffmpeg filter while decoding.
-    keep = (width, height) == (info.width, info.height)
-    frames = _decode(p, indices, (-1, -1) if keep else (width, height), record_id)
+    p = _existing(path, "video", record_id)
+    source = size = None
+    if max_long_side is not None:
+        info = video_info(p, record_id)
+        source = (info.width, info.height)
+        size = fit_size(*source, max_long_side)
+    reader, fps = _open(p, record_id, *(size if size != source else (-1, -1)))
+    indices = frame_plan(len(reader), fps, num_frames, [interval] if interval is not None else intervals)
+    frames = _decode(reader, indices, p, record_id)
     return SampledFrames(
         frames=frames,
-        timestamps=[i / info.fps for i in indices],
+        timestamps=[i / fps for i in indices],
         indices=indices,
         path=str(p),
-        fps=info.fps,
-        source_size=(info.width, info.height),
+        fps=fps,
+        source_size=source or (frames[0].size if frames else None),
     )
-
-
-def _decode(path: Path, indices: list[int], size: tuple[int, int], record_id: str | None) -> list[Image.Image]:
-    if not indices:
-        return []
-    try:
-        batch = _reader(str(path), *size).get_batch(indices).asnumpy()
-    except Exception as exc:  # noqa: BLE001 - decord's errors carry no common base class
-        raise _undecodable("video", path, record_id, exc) from exc
-    return [Image.fromarray(frame) for frame in batch]
 
 
 def sample_videos(

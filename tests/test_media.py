@@ -1,0 +1,354 @@
+"""Frame sampling: hand-computed index math, and decoding checked frame by frame on synthetic videos.
+
+Every synthetic frame draws its own index (lmms_eval_plugins.testing.videos), so the tests read back
+WHICH frames were decoded instead of trusting the returned indices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from PIL import Image
+
+from lmms_eval_plugins.errors import DataError, MediaError
+from lmms_eval_plugins.media import (
+    SampledFrames,
+    VideoRequest,
+    as_image_contents,
+    as_video_content,
+    frame_plan,
+    load_image,
+    resize_down,
+    sample_frame_folder,
+    sample_video,
+    sample_videos,
+    seconds_to_frame_range,
+    split_budget,
+    uniform_indices,
+    video_info,
+)
+from lmms_eval_plugins.testing.videos import decode_frame_index, make_frame_folder, make_video
+
+
+@pytest.fixture(scope="module")
+def videos(tmp_path_factory):
+    """A 10 s and a 4 s video at 10 fps: 100 and 40 frames of 160x120."""
+    root = tmp_path_factory.mktemp("videos")
+    return make_video(root / "long.mp4", seconds=10), make_video(root / "short.mp4", seconds=4, seed=1)
+
+
+def decoded(sampled: SampledFrames) -> list[int]:
+    return [decode_frame_index(frame) for frame in sampled.frames]
+
+
+# --- uniform_indices: first + floor((2j + 1) * n / (2k)) ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ((100, 4), [12, 37, 62, 87]),  # 100//8, 300//8, 500//8, 700//8
+        ((10, 3), [1, 5, 8]),  # 10//6, 30//6, 50//6
+        ((5, 8), [0, 1, 2, 3, 4]),  # shorter than the budget: every frame once
+        ((100, 2, 10, 19), [12, 17]),  # n = 10: 10 + 10//4, 10 + 30//4
+        ((100, 2, 19, 10), [12, 17]),  # reversed range
+        ((100, 3, 95, 200), [95, 97, 99]),  # clamped to 95..99: n = 5
+        ((100, 0), []),
+        ((100, -3), []),
+        ((0, 4), []),
+    ],
+)
+def test_uniform_indices(args, expected):
+    assert uniform_indices(*args) == expected
+
+
+@given(
+    total=st.integers(0, 5000),
+    k=st.integers(-5, 300),
+    first=st.integers(-100, 6000),
+    last=st.none() | st.integers(-100, 6000),
+)
+def test_uniform_indices_sorted_unique_in_range(total, k, first, last):
+    indices = uniform_indices(total, k, first, last)
+    assert indices == sorted(set(indices))
+    assert all(0 <= i < total for i in indices)
+    assert len(indices) <= max(k, 0)
+
+
+# --- seconds_to_frame_range -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "expected"),
+    [
+        (1.0, 2.0, (10, 20)),
+        (2.0, 1.0, (10, 20)),  # reversed
+        (0.3, 0.7, (3, 7)),  # 0.3 * 10 is 3.0000000000000004 in floats: still frame 3
+        (1.25, 2.0, (13, 20)),  # first timestamp inside the interval
+        (1.26, 1.26, (13, 13)),  # zero length: the nearest frame, 12.6 -> 13
+        (1.01, 1.07, (10, 10)),  # no timestamp inside: nearest to the midpoint 10.4
+        (-5.0, 2.0, (0, 20)),
+        (50.0, 60.0, (99, 99)),  # past the end
+        (-3.0, -1.0, (0, 0)),  # before the start
+    ],
+)
+def test_seconds_to_frame_range(start, end, expected):
+    assert seconds_to_frame_range(start, end, 10, 100) == expected
+
+
+def test_seconds_to_frame_range_needs_a_video():
+    with pytest.raises(ValueError):
+        seconds_to_frame_range(0, 1, 0, 100)
+
+
+@given(
+    start=st.floats(-1e4, 1e4),
+    end=st.floats(-1e4, 1e4),
+    fps=st.floats(0.1, 120),
+    total=st.integers(1, 10**5),
+)
+def test_seconds_to_frame_range_is_a_range_in_the_video(start, end, fps, total):
+    first, last = seconds_to_frame_range(start, end, fps, total)
+    assert 0 <= first <= last < total
+
+
+def test_frame_plan():
+    assert frame_plan(100, 10, 4, None) == [12, 37, 62, 87]
+    # 1 s and 3 s share 8 frames as 2 + 6: frames 10..20 (n = 11) then 50..80 (n = 31), in the given order
+    assert frame_plan(100, 10, 8, [(5, 8), (1, 2)]) == [52, 57, 62, 68, 73, 78, 12, 18]
+    assert frame_plan(100, 10, 3, [(4.0, 4.0), (2.0, 2.0), (0, 9)]) == [40, 20, 45]  # one frame each
+
+
+# --- split_budget ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("total", "lengths", "mode", "expected"),
+    [
+        (10, [1, 1, 1], "equal", [4, 3, 3]),  # remainder to the first
+        (128, [5, 1, 9, 2], "equal", [32, 32, 32, 32]),
+        (2, [5, 5, 5], "equal", [1, 1, 0]),  # fewer frames than parts
+        (10, [3, 2, 1], "proportional", [5, 3, 2]),  # 5, 3.33, 1.67 -> 5, 3, 1 + the leftover to 1.67
+        (128, [10, 20, 30], "proportional", [21, 43, 64]),  # 21.33, 42.67, 64
+        (10, np.array([3, 2, 1], dtype=np.float32), "proportional", [5, 3, 2]),
+        (7, [1, 1, 1, 1], "proportional", [2, 2, 2, 1]),  # equal remainders: earlier parts first
+        (10, [1, 0, 9], "proportional", [1, 1, 8]),  # the 0 part takes one from the largest
+        (4, [-1, 3], "proportional", [1, 3]),  # negative counts as 0
+        (5, [0, 0], "proportional", [3, 2]),  # all zero: equal split, no division by zero
+        (0, [1, 2], "proportional", [0, 0]),
+        (5, [], "equal", []),
+    ],
+)
+def test_split_budget(total, lengths, mode, expected):
+    assert split_budget(total, lengths, mode) == expected
+
+
+def test_split_budget_rejects_unknown_mode():
+    with pytest.raises(ValueError, match="proportional"):
+        split_budget(8, [1, 2], "weighted")
+
+
+@given(
+    total=st.integers(0, 1000),
+    lengths=st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=12),
+    mode=st.sampled_from(["equal", "proportional"]),
+)
+def test_split_budget_sums_to_total(total, lengths, mode):
+    parts = split_budget(total, lengths, mode)
+    assert len(parts) == len(lengths)
+    assert all(part >= 0 for part in parts)
+    if lengths:
+        assert sum(parts) == total
+    if total >= len(lengths):
+        assert all(part >= 1 for part in parts)
+
+
+# --- resize_down ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("size", "max_side", "expected"),
+    [((854, 480), 360, (360, 202)), ((480, 854), 360, (202, 360)), ((1000, 1000), 360, (360, 360))],
+)
+def test_resize_down_shrinks_keeping_aspect(size, max_side, expected):
+    assert resize_down(Image.new("RGB", size), max_side).size == expected
+
+
+@pytest.mark.parametrize("max_side", [None, 360, 100])
+def test_resize_down_never_enlarges(max_side):
+    image = Image.new("RGB", (100, 50))
+    assert resize_down(image, max_side) is image
+
+
+# --- sample_video ---------------------------------------------------------------------------------
+
+
+def test_video_info(videos):
+    info = video_info(videos[0])
+    assert (info.num_frames, info.fps, info.duration, info.width, info.height) == (100, 10.0, 10.0, 160, 120)
+
+
+def test_video_info_sees_a_rewritten_file(tmp_path):
+    path = make_video(tmp_path / "v.mp4", seconds=2)
+    assert video_info(path).num_frames == 20
+    make_video(path, seconds=3)
+    assert video_info(path).num_frames == 30
+
+
+def test_sample_video_whole(videos):
+    sampled = sample_video(videos[0], 4)
+    assert sampled.indices == [12, 37, 62, 87]
+    assert decoded(sampled) == [12, 37, 62, 87]
+    assert sampled.timestamps == pytest.approx([1.2, 3.7, 6.2, 8.7])
+    assert sampled.fps == 10.0 and sampled.path == str(videos[0])
+    assert sampled.frame_numbers == sampled.indices and sampled.source_size == (160, 120)
+    assert all(frame.mode == "RGB" and frame.size == (160, 120) for frame in sampled.frames)
+
+
+def test_sample_video_resizes_down_only(videos):
+    small = sample_video(videos[0], 4, max_long_side=80)
+    assert {frame.size for frame in small.frames} == {(80, 60)}
+    assert decoded(small) == [12, 37, 62, 87]
+    assert {frame.size for frame in sample_video(videos[0], 2, max_long_side=1000).frames} == {(160, 120)}
+
+
+def test_sample_video_shorter_than_budget(videos):
+    sampled = sample_video(videos[1], 500)
+    assert sampled.indices == list(range(40))
+    assert decoded(sampled) == list(range(40))
+
+
+def test_sample_video_interval(videos):
+    sampled = sample_video(videos[0], 3, interval=(2.0, 4.0))  # frames 20..40, n = 21
+    assert sampled.indices == [23, 30, 37]  # 20 + 21//6, 20 + 63//6, 20 + 105//6
+    assert decoded(sampled) == [23, 30, 37]
+    assert sampled.timestamps == pytest.approx([2.3, 3.0, 3.7])
+
+
+def test_sample_video_intervals_split_by_length(videos):
+    # 1 s and 3 s of 8 frames -> 2 + 6; frames 10..20 (n = 11) and 50..80 (n = 31)
+    sampled = sample_video(videos[0], 8, intervals=[(1, 2), (5, 8)])
+    assert sampled.indices == [12, 18, 52, 57, 62, 68, 73, 78]
+    assert decoded(sampled) == sampled.indices
+
+
+def test_sample_video_takes_one_kind_of_interval(videos):
+    with pytest.raises(ValueError):
+        sample_video(videos[0], 4, interval=(0, 1), intervals=[(2, 3)])
+
+
+# --- sample_videos --------------------------------------------------------------------------------
+
+
+def test_sample_videos_equal(videos):
+    long, short = sample_videos([VideoRequest(videos[0]), VideoRequest(videos[1])], 8, "equal")
+    assert decoded(long) == [12, 37, 62, 87]
+    assert decoded(short) == [5, 15, 25, 35]  # 40//8, 120//8, ...
+
+
+def test_sample_videos_equal_with_a_shorter_later_video(videos):
+    long, short = sample_videos([VideoRequest(videos[0]), VideoRequest(videos[1])], 100, "equal", max_long_side=80)
+    assert len(long.frames) == 50 and decoded(short) == list(range(40))
+    assert {frame.size for frame in long.frames + short.frames} == {(80, 60)}
+
+
+def test_sample_videos_proportional_by_duration(videos):
+    long, short = sample_videos([VideoRequest(videos[0]), VideoRequest(videos[1])], 7, "proportional")  # 10 s : 4 s
+    assert decoded(long) == [10, 30, 50, 70, 90]
+    assert decoded(short) == [10, 30]
+
+
+def test_sample_videos_proportional_by_interval(videos):
+    requests = [VideoRequest(videos[0], intervals=[(0, 1)]), VideoRequest(videos[1])]  # 1 s : 4 s of 10 frames
+    first, second = sample_videos(requests, 10, "proportional")
+    assert decoded(first) == [2, 8]  # frames 0..10, n = 11
+    assert decoded(second) == [2, 7, 12, 17, 22, 27, 32, 37]
+
+
+# --- frame folders and images ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def frame_folder(tmp_path_factory):
+    """frame_5.jpg, frame_15.jpg, ..., frame_115.jpg: text order would put frame_105 before frame_15."""
+    folder = make_frame_folder(tmp_path_factory.mktemp("uav") / "22-1", num_frames=12, start_number=5, step=10)
+    (folder / "notes.txt").write_text("not a frame")
+    return folder
+
+
+def test_sample_frame_folder(frame_folder):
+    sampled = sample_frame_folder(frame_folder, 3, fps=2.0)
+    assert sampled.indices == [2, 6, 10]  # 12//6, 36//6, 60//6
+    assert sampled.frame_numbers == [25, 65, 105]
+    assert decoded(sampled) == [25, 65, 105]
+    assert sampled.timestamps == [1.0, 3.0, 5.0]
+    assert sampled.source_size == (160, 120)
+
+
+def test_sample_frame_folder_resizes(frame_folder):
+    sampled = sample_frame_folder(frame_folder, 20, max_long_side=80)
+    assert sampled.frame_numbers == list(range(5, 120, 10))
+    assert decoded(sampled) == sampled.frame_numbers
+    assert {frame.size for frame in sampled.frames} == {(80, 60)}
+
+
+def test_frame_folder_errors(tmp_path):
+    with pytest.raises(MediaError, match="no images"):
+        sample_frame_folder(tmp_path, 4, record_id="7")
+    Image.new("RGB", (8, 8)).save(tmp_path / "cover.png")
+    with pytest.raises(MediaError, match="cover.png"):
+        sample_frame_folder(tmp_path, 4, record_id="7")
+    with pytest.raises(MediaError, match="frame folder not found"):
+        sample_frame_folder(tmp_path / "missing", 4)
+
+
+def test_load_image(tmp_path):
+    Image.new("L", (400, 100), 128).save(tmp_path / "gray.png")
+    image = load_image(tmp_path / "gray.png", max_long_side=200)
+    assert image.mode == "RGB" and image.size == (200, 50)
+
+
+def test_chat_contents():
+    frames = [Image.new("RGB", (4, 4)) for _ in range(2)]
+    assert as_video_content(frames) == {"type": "video", "url": frames}
+    assert as_image_contents(frames) == [{"type": "image", "url": frames[0]}, {"type": "image", "url": frames[1]}]
+
+
+# --- errors name the file, the record and the fix -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda p: sample_video(p, 4, record_id="rec-7"),
+        lambda p: video_info(p, record_id="rec-7"),
+        lambda p: load_image(p, record_id="rec-7"),
+        lambda p: sample_videos([VideoRequest(p, record_id="rec-7")], 4, "proportional"),
+    ],
+)
+def test_missing_file(tmp_path, call):
+    path = tmp_path / "videos" / "cook" / "missing.mp4"
+    with pytest.raises(MediaError, match="not found") as error:
+        call(path)
+    message = str(error.value)
+    assert str(path) in message and "record: rec-7" in message and "fix:" in message
+    assert isinstance(error.value, DataError) and error.value.path == str(path)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda p: sample_video(p, 4, record_id="rec-7"),
+        lambda p: video_info(p, record_id="rec-7"),
+        lambda p: load_image(p, record_id="rec-7"),
+    ],
+)
+def test_unreadable_file(tmp_path, call):
+    path = tmp_path / "garbage.mp4"
+    path.write_bytes(bytes(range(256)) * 64)
+    with pytest.raises(MediaError, match="cannot decode") as error:
+        call(path)
+    message = str(error.value)
+    assert str(path) in message and "record: rec-7" in message and "fix:" in message
