@@ -1,0 +1,284 @@
+"""Judge objects, the items they judge, their outcomes, and the text hygiene shared by all judges.
+
+A judge is a named, versioned object: it builds the request (prompt messages and sampling
+parameters) for one :class:`JudgeItem`, parses the judge model's reply into a :class:`Verdict`, and
+says what a verdict means.  Offline judges compute the verdict locally and make no request.
+
+Nothing here does I/O except reading the prompt files shipped in ``prompts/``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, ClassVar
+
+from lmms_eval_plugins.errors import PluginError
+
+# --------------------------------------------------------------------------------------------------
+# Errors
+
+
+class JudgeError(PluginError):
+    """Base class for judge errors that reach the user."""
+
+
+class JudgeConfigError(JudgeError, ValueError):
+    """The judge cannot run as configured (no endpoint, unknown judge name, bad setting)."""
+
+
+class UnknownJudgeError(JudgeConfigError, LookupError):
+    """No judge of that name is registered in the ``lmms_eval_plugins.judges`` entry-point group."""
+
+
+class JudgeErrorRateExceeded(JudgeError, RuntimeError):
+    """Too many samples could not be judged: the metric would not be trustworthy."""
+
+
+class ReplyParseError(ValueError):
+    """The judge model's reply does not hold a readable verdict (the runtime re-asks, bounded)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Data
+
+
+@dataclass(frozen=True)
+class JudgeItem:
+    """What a judge needs to judge one response.
+
+    ``semantic_match`` reads ``question``, ``prediction``, ``reference``; ``rubric`` also reads
+    ``scoring_points``.  ``prediction`` is the judged (untrusted) text.  ``item_id`` is only for
+    messages and logs; it is not part of the request, so it does not affect the cache.
+    """
+
+    question: str = ""
+    prediction: str = ""
+    reference: str = ""
+    scoring_points: tuple[str, ...] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    item_id: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("question", "prediction", "reference"):
+            value = getattr(self, name)
+            if value is None:
+                object.__setattr__(self, name, "")
+            elif not isinstance(value, str):
+                object.__setattr__(self, name, str(value))
+        if self.scoring_points is not None:
+            if isinstance(self.scoring_points, str):
+                raise TypeError("JudgeItem.scoring_points must be a list of strings, not one string")
+            object.__setattr__(self, "scoring_points", tuple(str(p) for p in self.scoring_points))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A parsed verdict: ``score`` in [0, 1] and a JSON-serialisable ``detail``."""
+
+    score: float
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class JudgeOutcome:
+    """The result of judging one sample.
+
+    Exactly one of these holds: ``error`` is set (a judge error: excluded from the metric's
+    denominator, counted); ``skipped`` is true (nothing to judge, e.g. the model gave no parseable
+    answer: the model's fault, scored as wrong by the aggregation helpers); or ``verdict`` is set.
+    """
+
+    name: str
+    version: str
+    model: str | None
+    verdict: float | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    cached: bool = False
+    skipped: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.skipped and self.verdict is not None
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "model": self.model,
+            "verdict": self.verdict,
+            "detail": dict(self.detail),
+            "error": self.error,
+            "cached": self.cached,
+            "skipped": self.skipped,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JudgeOutcome:
+        return cls(
+            name=str(data.get("name", "?")),
+            version=str(data.get("version", "?")),
+            model=data.get("model"),
+            verdict=data.get("verdict"),
+            detail=dict(data.get("detail") or {}),
+            error=data.get("error"),
+            cached=bool(data.get("cached", False)),
+            skipped=bool(data.get("skipped", False)),
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# Text hygiene
+
+_THINK_BLOCK = re.compile(r"<\s*(think|thinking)\s*>.*?<\s*/\s*\1\s*>", re.IGNORECASE | re.DOTALL)
+_THINK_OPEN = re.compile(r"<\s*(think|thinking)\s*>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"<\s*/\s*(think|thinking)\s*>", re.IGNORECASE)
+
+
+def strip_think(text: str | None) -> str:
+    """Remove ``<think>...</think>`` (and ``<thinking>``) reasoning blocks.
+
+    An unclosed ``<think>`` drops everything after it (the answer never came); a stray closing tag
+    with no opening one (some chat templates put the opening tag in the prompt) drops everything
+    before it.
+    """
+    if not text:
+        return ""
+    text = _THINK_BLOCK.sub("", text)
+    closes = list(_THINK_CLOSE.finditer(text))
+    if closes:
+        text = text[closes[-1].end():]
+    opened = _THINK_OPEN.search(text)
+    if opened:
+        text = text[: opened.start()]
+    return text.strip()
+
+
+# Characters that read as "<" or ">" to a person or a model: ASCII, the NFKC-compatible small and
+# fullwidth forms, and look-alikes from other blocks.  "≪" and "⋘" read as two or three of them.
+_ANGLE_LIKE = set("<>﹤﹥＜＞〈〉‹›«»〈〉⟨⟩《》❮❯❬❭⟪⟫˂˃ᐸᐳ")
+_MULTI_ANGLE = str.maketrans({"≪": "<<", "≫": ">>", "⋘": "<<<", "⋙": ">>>"})
+_ANGLE_CLASS = "".join(re.escape(c) for c in sorted(_ANGLE_LIKE))
+# two or more angle-like characters, possibly separated by spaces: what our delimiters are made of
+_ANGLE_RUN = re.compile(rf"[{_ANGLE_CLASS}](?:\s*[{_ANGLE_CLASS}])+")
+
+DELIM_OPEN = "<<<BEGIN {name}>>>"
+DELIM_CLOSE = "<<<END {name}>>>"
+
+
+def neutralise(text: str | None) -> str:
+    """Make ``text`` safe to place inside a delimited data block.
+
+    Our delimiters are ``<<<BEGIN NAME>>>`` / ``<<<END NAME>>>``.  Invisible format characters
+    (zero-width spaces, direction marks) are removed, and every run of two or more angle-bracket-like
+    characters (ASCII, fullwidth, guillemets, mathematical angle brackets, optionally separated by
+    spaces) becomes one ASCII bracket of the same direction as its first character.  The result
+    cannot contain ``<<`` or ``>>``, so it can neither close a data block nor open a fake one.
+    """
+    if not text:
+        return ""
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf").translate(_MULTI_ANGLE)
+
+    def _one(match: re.Match[str]) -> str:
+        first = match.group(0)[0]
+        folded = unicodedata.normalize("NFKC", first)
+        opening = folded == "<" or first in "‹«〈⟨《❮❬⟪〈˂ᐸ"
+        return "<" if opening else ">"
+
+    return _ANGLE_RUN.sub(_one, text)
+
+
+def data_block(fields: Sequence[tuple[str, str]]) -> str:
+    """Render named data fields, each neutralised and delimited."""
+    parts = []
+    for name, value in fields:
+        parts.append(DELIM_OPEN.format(name=name))
+        parts.append(neutralise(value))
+        parts.append(DELIM_CLOSE.format(name=name))
+    return "\n".join(parts)
+
+
+def load_prompt(name: str) -> str:
+    """Text of ``prompts/<name>.txt``; leading lines starting with ``#`` are comments (sources)."""
+    path = resources.files("lmms_eval_plugins.judges").joinpath("prompts", f"{name}.txt")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    while lines and lines[0].startswith("#"):
+        lines.pop(0)
+    return "\n".join(lines).strip("\n")
+
+
+# --------------------------------------------------------------------------------------------------
+# Judges
+
+
+class Judge(ABC):
+    """Base of all judges.  Subclasses set the class attributes below."""
+
+    name: ClassVar[str] = ""
+    version: ClassVar[str] = ""
+    kind: ClassVar[str] = "binary"  # "binary" (verdict 0/1) or "rubric" (verdict in [0, 1])
+    offline: ClassVar[bool] = False
+    fidelity: ClassVar[str] = "llm"  # offline judges say how they fall short of the LLM judge
+    description: ClassVar[str] = ""
+
+    def validate_item(self, item: JudgeItem) -> None:
+        """Raise ``ValueError`` when the item lacks what this judge needs."""
+
+    @abstractmethod
+    def empty_verdict(self, item: JudgeItem) -> Verdict:
+        """Verdict for an empty prediction (after ``<think>`` stripping): wrong, without a call."""
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "kind": self.kind,
+            "offline": self.offline,
+            "fidelity": self.fidelity,
+        }
+
+
+class LLMJudge(Judge):
+    """A judge that asks a model through an OpenAI-compatible chat-completions endpoint."""
+
+    #: sampling parameters sent with every request (part of the cache key)
+    default_sampling: ClassVar[dict[str, Any]] = {"temperature": 0.0}
+    #: how many times an unparseable reply is answered with a corrective follow-up
+    max_reask: ClassVar[int] = 2
+
+    def __init__(self, sampling: Mapping[str, Any] | None = None) -> None:
+        # overrides win; an override of None removes a default (e.g. temperature for reasoning models)
+        merged = {**self.default_sampling, **dict(sampling or {})}
+        self.sampling = {k: v for k, v in merged.items() if v is not None}
+
+    @abstractmethod
+    def build_messages(self, item: JudgeItem) -> list[dict[str, str]]:
+        """Chat messages: instructions in the system message, the data in a delimited block."""
+
+    @abstractmethod
+    def parse_reply(self, reply: str, item: JudgeItem) -> Verdict:
+        """Read the final verdict from the reply; raise :class:`ReplyParseError` if there is none."""
+
+    def reask_message(self, item: JudgeItem, error: str) -> str:
+        """The user turn sent after an unparseable reply."""
+        return f"Your reply could not be read ({error}). Answer again, following the required output format exactly."
+
+
+class OfflineJudge(Judge):
+    """A deterministic judge computed locally (no endpoint).  Lower fidelity than its LLM twin."""
+
+    offline: ClassVar[bool] = True
+    fidelity: ClassVar[str] = "offline (lower fidelity)"
+
+    @abstractmethod
+    def judge(self, item: JudgeItem) -> Verdict:
+        """The verdict for one item."""

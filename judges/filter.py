@@ -1,0 +1,331 @@
+"""lmms-eval integration: the judging filter and the helpers a task's ``process_results`` and
+aggregation functions use.
+
+lmms-eval builds a task's filters when it constructs the task (before any inference) and calls
+``Filter.apply(resps, docs)`` once with all responses of the task, before ``process_results``.
+:class:`JudgeFilter` therefore checks the judge configuration in ``__init__`` (a missing endpoint
+stops the run before inference) and judges every response, concurrently and through the cache, in
+``apply``.  A task YAML::
+
+    filter_list:
+      - name: none
+        filter:
+          - function: !function utils.JudgeFilter
+            judge: semantic_match
+            default_model: gpt-4o
+            item_fn: !function utils.judge_item
+
+Each document's filtered response is ``[JudgedResponse(text=response, judge={...outcome...})]``:
+a ``dict`` subclass (JSON-serialisable, so lmms-eval's logged samples show the verdict or the judge
+error) whose ``strip()`` returns itself, because lmms-eval strips ``generate_until`` responses
+before the task's ``process_results`` sees them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lmms_eval.api.filter import Filter
+from loguru import logger
+
+from .base import (
+    JudgeConfigError,
+    JudgeErrorRateExceeded,
+    JudgeItem,
+    JudgeOutcome,
+    LLMJudge,
+)
+from .registry import load_judge_class, offline_selected, resolve_judge_name
+from .runtime import (
+    ENV_MAX_ERROR_RATE,
+    RuntimeSettings,
+    get_runtime,
+    max_error_rate_from_env,
+    resolve_endpoint,
+    resolve_model,
+    sampling_from_env,
+)
+
+
+class JudgedResponse(dict):
+    """One judged response: ``{"text": response, "judge": {...outcome...}}``, a plain ``dict``.
+
+    Two lmms-eval 0.7.3 behaviours shape it: ``ConfigurableTask.process_results`` calls ``.strip()``
+    on every ``generate_until`` response before the task's own ``process_results`` runs, so
+    ``strip()`` returns the object unchanged; and the sample logger ``str()``s every filtered
+    response, so ``str()`` gives JSON.  Everything else sees an ordinary dict.
+    """
+
+    def strip(self, chars: str | None = None) -> JudgedResponse:
+        return self
+
+    def __str__(self) -> str:
+        # lmms-eval's sample logger str()s every filtered response: make that JSON, not a Python repr
+        return json.dumps(self, ensure_ascii=False, default=str)
+
+    @property
+    def text(self) -> str:
+        return str(self.get("text", ""))
+
+
+ItemFn = Callable[[str, Any], "JudgeItem | Mapping[str, Any] | None"]
+
+
+def default_item_fn(response: str, doc: Mapping[str, Any]) -> JudgeItem:
+    """Question/answer/scoring_points straight from the doc's fields of those names."""
+    doc = doc or {}
+    return JudgeItem(
+        question=str(doc.get("question", "")),
+        prediction=response,
+        reference=str(doc.get("answer", "")),
+        scoring_points=doc.get("scoring_points"),
+    )
+
+
+class JudgeFilter(Filter):
+    """Judges every response of a task.  See the module docstring for the YAML.
+
+    Options (YAML keys next to ``function``):
+      judge          entry-point name of the judge (``LMMS_EVAL_PLUGINS_JUDGE=offline`` selects ``<judge>_offline``)
+      default_model  judge model unless ``LMMS_EVAL_PLUGINS_JUDGE_MODEL`` is set
+      item_fn        ``(response_text, doc) -> JudgeItem | dict | None``; None: nothing to judge
+      sampling       dict overriding the judge's sampling parameters (part of the cache key; null removes one);
+                     ``LMMS_EVAL_PLUGINS_JUDGE_SAMPLING`` (JSON) is merged over it
+      concurrency    overrides ``LMMS_EVAL_PLUGINS_JUDGE_CONCURRENCY``
+      judge_all      judge every response of a document (``repeats``), not only the first
+      report_path    where to write the accounting JSON (else ``LMMS_EVAL_PLUGINS_JUDGE_REPORT``, else next to the cache)
+      cache_path     overrides ``LMMS_EVAL_PLUGINS_JUDGE_CACHE``
+    """
+
+    def __init__(
+        self,
+        judge: str | None = None,
+        default_model: str | None = None,
+        item_fn: ItemFn | None = None,
+        sampling: Mapping[str, Any] | None = None,
+        concurrency: int | None = None,
+        judge_all: bool = False,
+        report_path: str | None = None,
+        cache_path: str | None = None,
+        **unknown: Any,
+    ) -> None:
+        if unknown:
+            raise JudgeConfigError(f"JudgeFilter: unknown option(s) {sorted(unknown)}; see lmms_eval_plugins.judges.JudgeFilter")
+        if not judge:
+            raise JudgeConfigError("JudgeFilter needs `judge: <name>` (e.g. semantic_match or rubric)")
+        if item_fn is not None and not callable(item_fn):
+            raise JudgeConfigError(f"JudgeFilter: item_fn must be callable (use !function utils.judge_item), got {item_fn!r}")
+        self.requested = judge
+        self.offline = offline_selected()
+        self.judge_name = resolve_judge_name(judge, offline=self.offline)
+        factory = load_judge_class(self.judge_name)
+        is_llm = isinstance(factory, type) and issubclass(factory, LLMJudge)
+        if is_llm:
+            self.judge = factory(sampling={**dict(sampling or {}), **sampling_from_env()})
+        else:
+            self.judge = factory()
+        self.item_fn: ItemFn = item_fn or default_item_fn
+        self.judge_all = bool(judge_all)
+        self.report_path = report_path
+        self.settings = RuntimeSettings.from_env(concurrency=concurrency)
+        self.max_error_rate = max_error_rate_from_env()
+        runtime = get_runtime(cache_path)
+        # the filter keeps only the path (no locks or connections: it stays copyable and picklable)
+        self.cache_path = str(runtime.cache_path)
+        if self.judge.offline:
+            self.endpoint, self.model = None, None
+            logger.warning(
+                f"judge: using the OFFLINE judge {self.judge_name!r} for {judge!r} — {self.judge.fidelity}. "
+                "Scores are not comparable with LLM-judged results."
+            )
+        else:
+            self.endpoint = resolve_endpoint(self.judge_name)
+            self.model = resolve_model(default_model)
+            try:
+                runtime.cache.check_writable()
+            except OSError as exc:
+                raise JudgeConfigError(f"{exc}. Set LMMS_EVAL_PLUGINS_JUDGE_CACHE to a writable file path.") from exc
+            logger.info(
+                f"judge: {self.judge_name}@{self.judge.version} with model {self.model} at {self.endpoint.display}; "
+                f"cache {runtime.cache_path}; concurrency {self.settings.concurrency}"
+            )
+
+    # lmms-eval calls this once per task with all responses
+    @property
+    def runtime(self):
+        return get_runtime(self.cache_path)
+
+    def apply(self, resps: Sequence[Any], docs: Any) -> list[list[JudgedResponse]]:
+        docs_aligned = _aligned_docs(resps, docs, sys._getframe(1))
+        slots: list[tuple[int, str]] = []  # (doc position, response text) per judged response
+        items: list[JudgeItem | None] = []
+        item_errors: dict[int, str] = {}
+        for pos, (resp, doc) in enumerate(zip(resps, docs_aligned)):
+            texts = list(resp) if isinstance(resp, (list, tuple)) else [resp]
+            texts = [t if isinstance(t, str) else ("" if t is None else str(t)) for t in texts] or [""]
+            for text in texts if self.judge_all else texts[:1]:
+                slot = len(slots)
+                slots.append((pos, text))
+                try:
+                    item = self.item_fn(text, doc)
+                    if isinstance(item, Mapping):
+                        item = JudgeItem(**item)
+                    if item is not None and not isinstance(item, JudgeItem):
+                        raise TypeError(f"item_fn returned {type(item).__name__}, expected JudgeItem, dict or None")
+                except Exception as exc:
+                    item_errors[slot] = f"item_fn failed: {exc!r}"
+                    logger.error(f"judge: item_fn failed on document {pos}: {exc!r}")
+                    item = None
+                items.append(item)
+        live = [i for i in range(len(items)) if i not in item_errors]
+        outcomes = self.runtime.judge_items(
+            self.judge, [items[i] for i in live], model=self.model, endpoint=self.endpoint, settings=self.settings
+        )
+        by_slot: dict[int, JudgeOutcome] = dict(zip(live, outcomes))
+        for slot, reason in item_errors.items():
+            by_slot[slot] = JudgeOutcome(self.judge.name, self.judge.version, self.model, error=reason)
+        if item_errors:
+            self.runtime.accounting.bump(self.judge, self.model, judge_errors=len(item_errors))
+        out: list[list[JudgedResponse]] = [[] for _ in resps]
+        for slot, (pos, text) in enumerate(slots):
+            out[pos].append(JudgedResponse(text=text, judge=by_slot[slot].to_dict()))
+        try:
+            path = self.runtime.write_report(self.report_path)
+            logger.info(f"{self.runtime.summary()}\njudge accounting written to {path}")
+        except OSError as exc:
+            logger.warning(f"judge: could not write the accounting report: {exc}")
+        n_err = sum(1 for o in by_slot.values() if o.error)
+        if n_err and by_slot:
+            rate = n_err / max(1, sum(1 for o in by_slot.values() if not o.skipped))
+            log = logger.error if rate > self.max_error_rate else logger.warning
+            log(f"judge {self.judge.name}: {n_err} judge error(s) in {len(by_slot)} responses ({rate:.1%}); threshold {self.max_error_rate:.1%}")
+        return out
+
+
+def _aligned_docs(resps: Sequence[Any], docs: Any, caller: Any) -> list[Any]:
+    """The document of each response.
+
+    lmms-eval passes the task's full document list as ``docs`` while ``resps`` holds only the
+    instances of this process (rank-sharded, limited, offset), so a positional zip is wrong under
+    ``accelerate launch`` or ``--offset``.  The calling ``FilterEnsemble.apply`` holds the
+    instances, whose ``doc_id`` indexes ``docs``; use them when they match, else fall back to
+    position.
+    """
+    n = len(resps)
+    if docs is None:
+        return [None] * n
+    try:
+        instances = caller.f_locals.get("instances") if caller is not None else None
+        if instances is not None and len(instances) == n and all(isinstance(getattr(x, "doc_id", None), int) for x in instances):
+            if all(0 <= x.doc_id < len(docs) for x in instances):
+                return [docs[x.doc_id] for x in instances]
+    except Exception:  # pragma: no cover - defensive
+        pass
+    if len(docs) < n:
+        raise JudgeConfigError(f"JudgeFilter: {n} responses but only {len(docs)} documents; cannot align them")
+    return [docs[i] for i in range(n)]
+
+
+# ---- process_results and aggregation helpers (pure) --------------------------------------------
+
+
+def judged_parts(filtered_result: Any) -> tuple[str, JudgeOutcome]:
+    """``(response_text, JudgeOutcome)`` from what ``process_results`` receives.
+
+    Accepts the ``results`` list itself, its first element (this filter's list for the document) or
+    the judged dict.  A plain string means the response never went through :class:`JudgeFilter`;
+    that is reported as a judge error rather than a silent 0.
+    """
+    value = filtered_result
+    while isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    if isinstance(value, Mapping) and isinstance(value.get("judge"), Mapping):
+        return str(value.get("text", "")), JudgeOutcome.from_dict(value["judge"])
+    text = value if isinstance(value, str) else ""
+    return text, JudgeOutcome(
+        name="?", version="?", model=None,
+        error="response was not judged: the task's filter_list does not run JudgeFilter",
+    )
+
+
+def _as_outcome(value: Any) -> JudgeOutcome | None:
+    if value is None or isinstance(value, JudgeOutcome):
+        return value
+    if isinstance(value, Mapping):
+        if isinstance(value.get("judge"), Mapping):
+            return JudgeOutcome.from_dict(value["judge"])
+        return JudgeOutcome.from_dict(value)
+    raise TypeError(f"expected a JudgeOutcome or its dict, got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class JudgedScore:
+    value_percent: float  # mean verdict over judged (and skipped) samples, x100; NaN if none
+    n_judged: int  # samples in the denominator: verdicts plus skipped (nothing to judge, scored as wrong)
+    n_errors: int  # judge errors: excluded from the denominator
+    error_rate: float  # n_errors / (n_judged + n_errors)
+    n_skipped: int = 0
+
+    @property
+    def n_total(self) -> int:
+        return self.n_judged + self.n_errors
+
+
+def judged_mean(outcomes: Iterable[Any], *, skipped_value: float = 0.0) -> JudgedScore:
+    """Mean verdict in percent, judge errors excluded from the denominator.
+
+    ``outcomes``: :class:`JudgeOutcome` objects, their ``to_dict()`` form, or filtered dicts;
+    ``None`` counts as skipped.  Skipped samples (the model gave nothing to judge) score
+    ``skipped_value``.
+    """
+    total = 0.0
+    n_judged = n_errors = n_skipped = 0
+    for raw in outcomes:
+        outcome = _as_outcome(raw)
+        if outcome is None or (outcome.skipped and outcome.error is None):
+            n_skipped += 1
+            n_judged += 1
+            total += skipped_value
+        elif outcome.error is not None or outcome.verdict is None:
+            n_errors += 1
+        else:
+            n_judged += 1
+            total += float(outcome.verdict)
+    n_all = n_judged + n_errors
+    value = 100.0 * total / n_judged if n_judged else float("nan")
+    return JudgedScore(value, n_judged, n_errors, (n_errors / n_all) if n_all else 0.0, n_skipped)
+
+
+def check_error_rate(n_errors: int, n_total: int, threshold: float | None = None, *, metric: str = "") -> float:
+    """The judge-error rate; raises :class:`JudgeErrorRateExceeded` when it passes ``threshold``
+    (default ``$LMMS_EVAL_PLUGINS_JUDGE_MAX_ERROR_RATE`` or 0.05).  Call it from the aggregation."""
+    if threshold is None:
+        threshold = max_error_rate_from_env()
+    if n_total <= 0:
+        return 0.0
+    rate = n_errors / n_total
+    if rate > threshold:
+        what = f" for {metric}" if metric else ""
+        raise JudgeErrorRateExceeded(
+            f"judge error rate{what} is {rate:.1%} ({n_errors} of {n_total} samples could not be judged), above the "
+            f"threshold {threshold:.1%} ({ENV_MAX_ERROR_RATE}). The failed samples carry the reason in "
+            "filtered_resps[0]['judge']['error'] of the logged samples, and the judge report counts calls and failures. "
+            "Fix the judge endpoint and re-run (verdicts already judged come from the cache), or raise the threshold."
+        )
+    return rate
+
+
+def aggregate_judged(outcomes: Iterable[Any], *, metric: str = "", threshold: float | None = None, skipped_value: float = 0.0) -> float:
+    """``judged_mean`` + ``check_error_rate`` + a log line: the value (percent) for an aggregation."""
+    score = judged_mean(outcomes, skipped_value=skipped_value)
+    check_error_rate(score.n_errors, score.n_total, threshold, metric=metric)
+    logger.info(
+        f"{metric or 'judged metric'}: {score.value_percent:.2f} over {score.n_judged} samples "
+        f"({score.n_errors} judge errors excluded, {score.n_skipped} with nothing to judge)"
+    )
+    return score.value_percent if not math.isnan(score.value_percent) else float("nan")

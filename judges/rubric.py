@@ -1,0 +1,260 @@
+"""``rubric``: scoring-point judge (CrossVid CCQA), its offline twin, and the CCQA aggregations.
+
+For every scoring point the judge marks ``coverage`` (the output addresses it explicitly) and
+``correctness`` (its details agree with the standard answer; an uncovered point is not correct).
+The LLM judge uses the official CrossVid CCQA prompt (see ``prompts/rubric_system.txt`` for the
+source) and reads its reply format ``<score>{"coverage": [...], "correctness": [...]}</score>``.
+
+The per-question verdict is ``(covered + correct) / (2 * points)``; the benchmark score is the
+official scorer's micro-average over questions (:func:`rubric_micro_average`).
+
+``rubric_offline`` is a deterministic, lower-fidelity stand-in based on keyword overlap.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+from .base import (
+    JudgeItem,
+    JudgeOutcome,
+    LLMJudge,
+    OfflineJudge,
+    ReplyParseError,
+    Verdict,
+    data_block,
+    load_prompt,
+    strip_think,
+)
+
+_SCORE_BLOCK = re.compile(r"<\s*score\s*>(.*?)<\s*/\s*score\s*>", re.IGNORECASE | re.DOTALL)
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+_TRUE = {"true", "yes", "1", "covered", "correct"}
+_FALSE = {"false", "no", "0", "not covered", "incorrect", "not correct"}
+
+
+def _as_flag(value: Any) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return int(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE:
+        return 1
+    if isinstance(value, str) and value.strip().lower() in _FALSE:
+        return 0
+    raise ReplyParseError(f"a coverage/correctness entry is {value!r}, not true/false")
+
+
+def _loads_lenient(text: str) -> Any:
+    text = _FENCE.sub("", text.strip())
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    fixed = re.sub(r"\bTrue\b", "true", text)
+    fixed = re.sub(r"\bFalse\b", "false", fixed)
+    fixed = fixed.replace("'", '"')
+    fixed = re.sub(r",\s*([\]}])", r"\1", fixed)
+    try:
+        return json.loads(fixed)
+    except json.JSONDecodeError as exc:
+        raise ReplyParseError(f"the <score> block is not JSON ({exc.msg})") from None
+
+
+def parse_rubric_reply(reply: str, n_points: int) -> tuple[list[int], list[int]]:
+    """(coverage, correctness) as 0/1 lists from the judge's last ``<score>`` block."""
+    text = strip_think(reply)
+    blocks = _SCORE_BLOCK.findall(text)
+    if not blocks:
+        raise ReplyParseError("no <score>...</score> block in the reply")
+    data = _loads_lenient(blocks[-1])
+    if not isinstance(data, dict) or "coverage" not in data or "correctness" not in data:
+        raise ReplyParseError('the <score> block must be a JSON object with "coverage" and "correctness" lists')
+    coverage, correctness = data["coverage"], data["correctness"]
+    if not isinstance(coverage, list) or not isinstance(correctness, list):
+        raise ReplyParseError('"coverage" and "correctness" must be lists')
+    if len(coverage) != n_points or len(correctness) != n_points:
+        raise ReplyParseError(
+            f"expected {n_points} entries in each list (one per scoring point), got "
+            f"{len(coverage)} coverage and {len(correctness)} correctness"
+        )
+    return [_as_flag(v) for v in coverage], [_as_flag(v) for v in correctness]
+
+
+def rubric_verdict(coverage: list[int], correctness: list[int], **extra: Any) -> Verdict:
+    n = len(coverage)
+    covered, correct = sum(coverage), sum(correctness)
+    detail = {
+        "coverage": list(coverage),
+        "correctness": list(correctness),
+        "n_points": n,
+        "covered": covered,
+        "correct": correct,
+        # the official scorer counts these as given; we report them (the prompt says they should not exist)
+        "correct_but_uncovered": sum(1 for c, k in zip(coverage, correctness) if k and not c),
+        **extra,
+    }
+    return Verdict(score=(covered + correct) / (2 * n) if n else 0.0, detail=detail)
+
+
+def _require_points(item: JudgeItem, who: str) -> None:
+    if not item.scoring_points:
+        raise ValueError(f"{who} needs a non-empty list of scoring_points")
+
+
+class RubricJudge(LLMJudge):
+    name: ClassVar[str] = "rubric"
+    version: ClassVar[str] = "1"
+    kind: ClassVar[str] = "rubric"
+    description: ClassVar[str] = "per scoring point coverage and correctness (CrossVid CCQA official prompt)"
+    # the official scorer's sampling parameters (eval/score_CCQA.py)
+    default_sampling: ClassVar[dict[str, Any]] = {"temperature": 0.0, "top_p": 0.95, "max_tokens": 8192}
+
+    def __init__(self, sampling=None) -> None:
+        super().__init__(sampling)
+        self.system_prompt = load_prompt("rubric_system")
+
+    def validate_item(self, item: JudgeItem) -> None:
+        _require_points(item, "rubric")
+
+    def build_messages(self, item: JudgeItem) -> list[dict[str, str]]:
+        points = "\n".join(f"{i}. {p}" for i, p in enumerate(item.scoring_points or (), start=1))
+        user = data_block(
+            [
+                ("QUESTION", item.question),
+                ("STANDARD_ANSWER", item.reference),
+                ("SCORING_POINTS", points),
+                ("MODEL_OUTPUT", strip_think(item.prediction)),
+            ]
+        )
+        user += f"\n\nNumber of scoring points: {len(item.scoring_points or ())}."
+        return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
+
+    def parse_reply(self, reply: str, item: JudgeItem) -> Verdict:
+        coverage, correctness = parse_rubric_reply(reply, len(item.scoring_points or ()))
+        return rubric_verdict(coverage, correctness)
+
+    def reask_message(self, item: JudgeItem, error: str) -> str:
+        n = len(item.scoring_points or ())
+        return (
+            f"Your reply could not be read ({error}). Reply again with only "
+            f'<score>{{"coverage": [...], "correctness": [...]}}</score>, each list holding exactly {n} '
+            "true/false values, one per scoring point in order."
+        )
+
+    def empty_verdict(self, item: JudgeItem) -> Verdict:
+        n = len(item.scoring_points or ())
+        return rubric_verdict([0] * n, [0] * n, empty_prediction=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# Offline: keyword matching
+
+_STOP = set(
+    ["a", "an", "the", "and", "or", "but", "if", "then", "than", "of", "in", "on", "at", "to", "for", "from", "by", "with", "without", "into", "onto", "over", "under", "is", "are", "was", "were", "be", "been", "being", "do", "does", "did", "done", "has", "have", "had", "having", "it", "its", "this", "that", "these", "those", "there", "here", "which", "who", "whom", "whose", "what", "when", "where", "why", "how", "as", "not", "no", "nor", "so", "such", "very", "can", "could", "should", "would", "will", "shall", "may", "might", "must", "also", "both", "each", "either", "neither", "all", "any", "some", "more", "most", "other", "video", "videos", "person", "people", "they", "them", "their", "he", "she", "his", "her", "him", "we", "our", "you", "your", "i", "me", "my", "one", "two"]
+)
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _words(text: str) -> list[str]:
+    text = unicodedata.normalize("NFKC", text or "").lower()
+    return re.findall(r"[a-z]+|\d+(?:\.\d+)?", text)
+
+
+def keywords(text: str) -> set[str]:
+    return {_stem(w) for w in _words(text) if (w[0].isdigit() or (len(w) >= 3 and w not in _STOP))}
+
+
+class OfflineRubricJudge(OfflineJudge):
+    name: ClassVar[str] = "rubric_offline"
+    version: ClassVar[str] = "1"
+    kind: ClassVar[str] = "rubric"
+    fidelity: ClassVar[str] = (
+        "offline (lower fidelity): a point is covered when most of its keywords occur in the output, "
+        "correct when nearly all do and every number in it occurs; no paraphrase understanding"
+    )
+    description: ClassVar[str] = "deterministic keyword-overlap stand-in for the rubric judge"
+    cover_threshold: ClassVar[float] = 0.6
+    correct_threshold: ClassVar[float] = 0.8
+
+    def validate_item(self, item: JudgeItem) -> None:
+        _require_points(item, "rubric_offline")
+
+    def judge(self, item: JudgeItem) -> Verdict:
+        output = {_stem(w) for w in _words(strip_think(item.prediction))}
+        coverage, correctness = [], []
+        for point in item.scoring_points or ():
+            keys = keywords(point)
+            if not keys:
+                coverage.append(0)
+                correctness.append(0)
+                continue
+            share = len(keys & output) / len(keys)
+            numbers = {k for k in keys if k[0].isdigit()}
+            covered = int(share >= self.cover_threshold)
+            coverage.append(covered)
+            correctness.append(int(covered and share >= self.correct_threshold and numbers <= output))
+        return rubric_verdict(coverage, correctness, fidelity="offline")
+
+    def empty_verdict(self, item: JudgeItem) -> Verdict:
+        n = len(item.scoring_points or ())
+        return rubric_verdict([0] * n, [0] * n, empty_prediction=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# CCQA aggregation (pure)
+
+
+def _rubric_details(details: Iterable[Any]) -> list[Mapping[str, Any]]:
+    """Details of the judged questions; judge errors and skipped samples are left out."""
+    out = []
+    for d in details:
+        if d is None:
+            continue
+        if isinstance(d, JudgeOutcome):
+            if not d.ok:
+                continue
+            d = d.detail
+        elif isinstance(d, Mapping) and "detail" in d and "coverage" not in d:
+            if d.get("error") is not None or d.get("skipped") or d.get("verdict") is None:
+                continue
+            d = d["detail"]
+        if not isinstance(d, Mapping) or "coverage" not in d or "correctness" not in d:
+            continue
+        out.append(d)
+    return out
+
+
+def rubric_micro_average(details: Iterable[Any]) -> float:
+    """Official CrossVid CCQA score, in percent: (all covered + all correct points) over all judged
+    questions, divided by twice the total number of scoring points of those questions.
+
+    Accepts rubric verdict details (``{"coverage": [...], "correctness": [...]}``), outcome dicts or
+    :class:`JudgeOutcome` objects; judge errors are excluded (as the official scorer drops failures).
+    Returns NaN when nothing was judged.
+    """
+    items = _rubric_details(details)
+    points = sum(len(d["coverage"]) for d in items)
+    if points == 0:
+        return float("nan")
+    gained = sum(sum(int(v) for v in d["coverage"]) + sum(int(v) for v in d["correctness"]) for d in items)
+    return 100.0 * gained / (2 * points)
+
+
+def rubric_per_question_mean(details: Iterable[Any]) -> float:
+    """Mean over judged questions of (covered + correct) / (2 * points), in percent (NaN if none)."""
+    items = [d for d in _rubric_details(details) if len(d["coverage"]) > 0]
+    if not items:
+        return float("nan")
+    per_q = [(sum(int(v) for v in d["coverage"]) + sum(int(v) for v in d["correctness"])) / (2 * len(d["coverage"])) for d in items]
+    return 100.0 * sum(per_q) / len(per_q)

@@ -1,0 +1,712 @@
+"""The judge runtime: endpoint configuration, cached and concurrent calls, retries, accounting.
+
+One :class:`JudgeRuntime` per process (``get_runtime()``); it outlives the task ``utils.py`` modules,
+which lmms-eval re-executes per task.  Calls go through the ``openai`` client (``AsyncOpenAI``, its
+own retries switched off) to any OpenAI-compatible endpoint; retries, backoff and the decision of
+what to retry are ours, so they are tested.
+
+Fault policy
+  * 429, 408, 409, 5xx, timeouts, connection errors and malformed bodies are retried with
+    exponential backoff and full jitter, honouring ``Retry-After`` / ``retry-after-ms``.
+  * 400, 401, 403, 404, 422 and other 4xx are not retried.  401/403/404 concern the endpoint, key
+    or model rather than the sample, so after one of them the other pending calls of the batch are
+    not attempted (they become judge errors naming the first failure).
+  * A reply without a readable verdict is answered with a corrective follow-up (bounded re-ask).
+  * A verdict that still fails makes the sample a judge error (``JudgeOutcome.error``): never a 0.
+    Failures are never cached.  Nothing here raises for a single failed sample.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import email.utils
+import json
+import math
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from .base import (
+    Judge,
+    JudgeConfigError,
+    JudgeItem,
+    JudgeOutcome,
+    LLMJudge,
+    OfflineJudge,
+    ReplyParseError,
+    Verdict,
+    strip_think,
+)
+from .cache import VerdictCache, default_cache_path, sanitise_endpoint, verdict_key
+
+# ---- configuration variables (documented in docs/judges.md) ------------------------------------
+ENV_API_KEY = "OPENAI_API_KEY"
+ENV_BASE_URL = "OPENAI_BASE_URL"
+ENV_API_URL = "OPENAI_API_URL"  # lmms-eval's own variable; accepted as an alias
+ENV_MODEL = "LMMS_EVAL_PLUGINS_JUDGE_MODEL"
+ENV_JUDGE = "LMMS_EVAL_PLUGINS_JUDGE"
+ENV_CONCURRENCY = "LMMS_EVAL_PLUGINS_JUDGE_CONCURRENCY"
+ENV_TIMEOUT = "LMMS_EVAL_PLUGINS_JUDGE_TIMEOUT"
+ENV_MAX_ATTEMPTS = "LMMS_EVAL_PLUGINS_JUDGE_MAX_ATTEMPTS"
+ENV_RETRY_BASE = "LMMS_EVAL_PLUGINS_JUDGE_RETRY_BASE"
+ENV_RETRY_MAX = "LMMS_EVAL_PLUGINS_JUDGE_RETRY_MAX"
+ENV_REPORT = "LMMS_EVAL_PLUGINS_JUDGE_REPORT"
+ENV_MAX_ERROR_RATE = "LMMS_EVAL_PLUGINS_JUDGE_MAX_ERROR_RATE"
+ENV_SAMPLING = "LMMS_EVAL_PLUGINS_JUDGE_SAMPLING"
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_MAX_ERROR_RATE = 0.05
+
+RETRY_STATUS = {408, 409, 429}  # plus every 5xx
+FATAL_STATUS = {401, 403, 404}  # not retried, and stop the rest of the batch
+
+
+def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if env is None else env
+
+
+def _num(env: Mapping[str, str], name: str, default: float, kind: type = float, minimum: float = 0.0) -> Any:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise JudgeConfigError(f"{name}={raw!r} is not a valid {kind.__name__}") from None
+    if value < minimum:
+        raise JudgeConfigError(f"{name}={raw!r} must be >= {minimum}")
+    return value
+
+
+# ---- endpoint ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An OpenAI-compatible endpoint.  The key is never shown by repr/str or written anywhere."""
+
+    base_url: str
+    api_key: str = field(repr=False)
+    source: str = ""
+
+    def __repr__(self) -> str:  # pragma: no cover - trivial
+        return f"Endpoint(base_url={sanitise_endpoint(self.base_url)!r}, api_key=***, source={self.source!r})"
+
+    __str__ = __repr__
+
+    @property
+    def display(self) -> str:
+        return sanitise_endpoint(self.base_url)
+
+
+def endpoint_from_env(env: Mapping[str, str] | None = None) -> Endpoint | None:
+    """The configured endpoint, or None when neither a key nor a URL is set.
+
+    ``OPENAI_BASE_URL`` (or lmms-eval's ``OPENAI_API_URL``, with a trailing ``/chat/completions``
+    removed) selects the server; with only ``OPENAI_API_KEY`` set the server is api.openai.com.  A
+    URL without a key (a local vLLM/SGLang server) gets the placeholder key ``EMPTY``.
+    """
+    env = _env(env)
+    key = (env.get(ENV_API_KEY) or "").strip()
+    url, source = (env.get(ENV_BASE_URL) or "").strip(), ENV_BASE_URL
+    if not url:
+        url, source = (env.get(ENV_API_URL) or "").strip(), ENV_API_URL
+        for suffix in ("/chat/completions", "/completions"):
+            url = url.removesuffix(suffix)
+    if not url and not key:
+        return None
+    if not url:
+        url, source = DEFAULT_OPENAI_BASE_URL, ENV_API_KEY
+    return Endpoint(base_url=url.rstrip("/"), api_key=key or "EMPTY", source=source)
+
+
+def missing_endpoint_message(judge_name: str) -> str:
+    offline = judge_name if judge_name.endswith("_offline") else f"{judge_name}_offline"
+    return (
+        f"The LLM judge {judge_name!r} needs an OpenAI-compatible endpoint and none is configured. "
+        f"Either set {ENV_API_KEY} (OpenAI), or {ENV_BASE_URL} (or lmms-eval's {ENV_API_URL}) to the "
+        f"server's /v1 URL, e.g. http://localhost:8000/v1 for vLLM or SGLang, with {ENV_API_KEY} if it "
+        f"needs one; choose the judge model with {ENV_MODEL}. Or set {ENV_JUDGE}=offline to use the "
+        f"deterministic offline judge {offline!r} (lower fidelity; scores are not comparable with the papers')."
+    )
+
+
+def resolve_endpoint(judge_name: str, env: Mapping[str, str] | None = None) -> Endpoint:
+    endpoint = endpoint_from_env(env)
+    if endpoint is None:
+        raise JudgeConfigError(missing_endpoint_message(judge_name))
+    return endpoint
+
+
+def resolve_model(default_model: str | None, env: Mapping[str, str] | None = None) -> str:
+    model = (_env(env).get(ENV_MODEL) or "").strip() or (default_model or "").strip()
+    if not model:
+        raise JudgeConfigError(f"no judge model: set {ENV_MODEL} or give default_model in the task's JudgeFilter")
+    return model
+
+
+def sampling_from_env(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``LMMS_EVAL_PLUGINS_JUDGE_SAMPLING``: a JSON object merged over the judge's sampling
+    parameters (null removes one), e.g. ``{"max_tokens": null, "max_completion_tokens": 4096,
+    "temperature": null}`` for a reasoning model."""
+    raw = (_env(env).get(ENV_SAMPLING) or "").strip()
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise JudgeConfigError(f"{ENV_SAMPLING} is not JSON ({exc.msg}): {raw!r}") from None
+    if not isinstance(value, dict):
+        raise JudgeConfigError(f"{ENV_SAMPLING} must be a JSON object, got {raw!r}")
+    return value
+
+
+def max_error_rate_from_env(env: Mapping[str, str] | None = None) -> float:
+    value = _num(_env(env), ENV_MAX_ERROR_RATE, DEFAULT_MAX_ERROR_RATE)
+    if value > 1:
+        raise JudgeConfigError(f"{ENV_MAX_ERROR_RATE} is a fraction in [0, 1], got {value}")
+    return float(value)
+
+
+# ---- settings ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    concurrency: int = 32  # 200 ms calls: 32 in flight gives >20x over sequential (bench/bench_judges.py)
+    timeout: float = 60.0  # seconds per HTTP request
+    max_attempts: int = 6  # HTTP attempts per call (1 = no retry)
+    retry_base: float = 1.0  # first backoff delay, doubled per attempt, full jitter in [d/2, d]
+    retry_max: float = 60.0  # cap of the backoff delay
+    max_retry_after: float = 120.0  # cap of a server's Retry-After
+    max_reask: int | None = None  # re-asks after an unparseable reply (None: the judge's own)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> RuntimeSettings:
+        env = _env(env)
+        values = {
+            "concurrency": _num(env, ENV_CONCURRENCY, cls.concurrency, int, 1),
+            "timeout": _num(env, ENV_TIMEOUT, cls.timeout, float, 0.001),
+            "max_attempts": _num(env, ENV_MAX_ATTEMPTS, cls.max_attempts, int, 1),
+            "retry_base": _num(env, ENV_RETRY_BASE, cls.retry_base),
+            "retry_max": _num(env, ENV_RETRY_MAX, cls.retry_max),
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def backoff(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+        """Delay before retry number ``attempt + 1`` (attempt counts from 0)."""
+        ceiling = min(self.retry_max, self.retry_base * (2**attempt))
+        delay = rng.uniform(ceiling / 2, ceiling) if ceiling > 0 else 0.0
+        if retry_after is not None and math.isfinite(retry_after) and retry_after > 0:
+            delay = max(delay, min(retry_after, self.max_retry_after))
+        return delay
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date), or None."""
+    if not headers:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return float(ms) / 1000.0
+    except (TypeError, ValueError):
+        pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+# ---- accounting --------------------------------------------------------------------------------
+
+
+@dataclass
+class Stats:
+    verdicts: int = 0  # samples with a verdict (from a call, the cache, or offline)
+    calls: int = 0  # HTTP requests sent (retries and re-asks included)
+    failed_calls: int = 0  # HTTP requests that did not return a usable body
+    retries: int = 0
+    reasks: int = 0
+    cache_hits: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    judge_errors: int = 0
+    skipped: int = 0  # nothing to judge (item_fn returned None)
+    empty_predictions: int = 0  # empty answers scored 0 without a call
+    offline_verdicts: int = 0
+
+    def add(self, other: Stats) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+class Accounting:
+    """Thread-safe counters per judge model and per judge."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.by_model: dict[str, Stats] = {}
+        self.by_judge: dict[str, Stats] = {}
+        self.endpoints: set[str] = set()
+
+    def bump(self, judge: Judge, model: str | None, **counts: int) -> None:
+        mkey = model if model else f"offline:{judge.name}"
+        jkey = f"{judge.name}@{judge.version}"
+        with self._lock:
+            for table, key in ((self.by_model, mkey), (self.by_judge, jkey)):
+                stats = table.setdefault(key, Stats())
+                for name, value in counts.items():
+                    setattr(stats, name, getattr(stats, name) + value)
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            total = Stats()
+            for stats in self.by_model.values():
+                total.add(stats)
+            return {
+                "by_model": {k: asdict(v) for k, v in sorted(self.by_model.items())},
+                "by_judge": {k: asdict(v) for k, v in sorted(self.by_judge.items())},
+                "totals": asdict(total),
+                "endpoints": sorted(self.endpoints),
+            }
+
+    @property
+    def active(self) -> bool:
+        return bool(self.by_model)
+
+
+# ---- redaction ---------------------------------------------------------------------------------
+
+
+class Redactor:
+    """Replaces every secret it has seen (API keys) with ``***`` in text leaving the runtime."""
+
+    def __init__(self) -> None:
+        self._secrets: set[str] = set()
+
+    def add(self, secret: str | None) -> None:
+        if secret and secret != "EMPTY" and len(secret) >= 4:
+            self._secrets.add(secret)
+
+    def __call__(self, text: Any) -> Any:
+        if not isinstance(text, str):
+            return text
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+
+# ---- runtime -----------------------------------------------------------------------------------
+
+
+class _CallFailed(Exception):
+    def __init__(self, reason: str, *, fatal: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.fatal = fatal
+
+
+@dataclass
+class _Job:
+    index: int
+    item: JudgeItem
+    messages: list[dict[str, str]]
+    key: str
+
+
+class JudgeRuntime:
+    """Judges batches of items: cache first, then concurrent calls with retries.  Thread-safe."""
+
+    def __init__(self, cache_path: str | os.PathLike[str] | None = None, *, seed: int | None = None) -> None:
+        self.cache = VerdictCache(cache_path if cache_path is not None else default_cache_path())
+        self.accounting = Accounting()
+        self.redact = Redactor()
+        self._rng = random.Random(seed)
+        self._rng_lock = threading.Lock()
+        self._report_requests: set[str | None] = set()  # report_path arguments used so far
+
+    @property
+    def cache_path(self) -> Path:
+        return self.cache.path
+
+    # -- public API ---------------------------------------------------------------------------
+    def judge_items(
+        self,
+        judge: Judge,
+        items: Sequence[JudgeItem | None],
+        *,
+        model: str | None = None,
+        endpoint: Endpoint | None = None,
+        settings: RuntimeSettings | None = None,
+    ) -> list[JudgeOutcome]:
+        """One outcome per item, in order.  ``None`` items are skipped (nothing to judge).
+
+        Never raises for a sample that cannot be judged: that sample's outcome carries ``error``.
+        """
+        outcomes: list[JudgeOutcome | None] = [None] * len(items)
+        model_name = None if judge.offline else model
+        pending: list[_Job] = []
+
+        def done(i: int, **kw: Any) -> None:
+            outcomes[i] = JudgeOutcome(name=judge.name, version=judge.version, model=model_name, **kw)
+
+        for i, item in enumerate(items):
+            if item is None:
+                done(i, skipped=True, detail={"skipped": "nothing to judge"})
+                self.accounting.bump(judge, model_name, skipped=1)
+                continue
+            try:
+                judge.validate_item(item)
+            except (ValueError, TypeError) as exc:
+                done(i, error=f"invalid judge item: {exc}")
+                self.accounting.bump(judge, model_name, judge_errors=1)
+                continue
+            if not strip_think(item.prediction):
+                v = judge.empty_verdict(item)
+                done(i, verdict=v.score, detail=v.detail)
+                self.accounting.bump(judge, model_name, verdicts=1, empty_predictions=1)
+                continue
+            if isinstance(judge, OfflineJudge):
+                try:
+                    v = judge.judge(item)
+                except Exception as exc:  # a bug in a judge must not sink the run
+                    done(i, error=f"offline judge failed: {exc!r}")
+                    self.accounting.bump(judge, model_name, judge_errors=1)
+                    continue
+                done(i, verdict=v.score, detail=v.detail)
+                self.accounting.bump(judge, model_name, verdicts=1, offline_verdicts=1)
+                continue
+            if not isinstance(judge, LLMJudge):
+                raise JudgeConfigError(f"judge {judge.name!r} is neither an LLMJudge nor an OfflineJudge")
+            if endpoint is None or not model:
+                raise JudgeConfigError(missing_endpoint_message(judge.name) if endpoint is None else "no judge model given")
+            try:
+                messages = judge.build_messages(item)
+                key = verdict_key(
+                    judge=judge.name, version=judge.version, model=model, endpoint=endpoint.base_url,
+                    messages=messages, sampling=judge.sampling,
+                )
+            except Exception as exc:  # a bug in a judge's prompt building: this sample only
+                done(i, error=f"could not build the judge request: {exc!r}")
+                self.accounting.bump(judge, model_name, judge_errors=1)
+                continue
+            pending.append(_Job(i, item, messages, key))
+
+        if pending:
+            assert endpoint is not None and model is not None
+            self.redact.add(endpoint.api_key)
+            self.accounting.endpoints.add(endpoint.display)
+            try:
+                cached = self.cache.get_many(job.key for job in pending)
+            except (sqlite3.Error, OSError) as exc:  # judge without the cache rather than lose the run
+                logger.error(f"judge cache {self.cache_path} unreadable ({exc}); judging without it")
+                cached = {}
+            to_call: list[_Job] = []
+            duplicates: list[tuple[_Job, _Job]] = []  # identical requests in one batch: asked once
+            first_of: dict[str, _Job] = {}
+            for job in pending:
+                row = cached.get(job.key)
+                if row is None:
+                    if job.key in first_of:
+                        duplicates.append((job, first_of[job.key]))
+                    else:
+                        first_of[job.key] = job
+                        to_call.append(job)
+                    continue
+                outcomes[job.index] = JudgeOutcome(
+                    name=judge.name, version=judge.version, model=model, verdict=row["score"], detail=row["detail"], cached=True
+                )
+                self.accounting.bump(judge, model, verdicts=1, cache_hits=1)
+            if to_call:
+                settings = settings or RuntimeSettings.from_env()
+                logger.info(
+                    f"judge {judge.name}@{judge.version} ({model} at {endpoint.display}): {len(to_call)} to call, "
+                    f"{len(pending) - len(to_call) - len(duplicates)} from the cache {self.cache_path}, "
+                    f"concurrency {settings.concurrency}"
+                )
+                try:
+                    results = _run_sync(lambda: self._call_all(judge, to_call, model, endpoint, settings))
+                except Exception as exc:  # the runtime itself failed: every pending sample is a judge error
+                    reason = self.redact(f"judge runtime failed: {exc!r}")
+                    logger.error(reason)
+                    results = [JudgeOutcome(judge.name, judge.version, model, error=reason) for _ in to_call]
+                    self.accounting.bump(judge, model, judge_errors=len(to_call))
+                for job, outcome in zip(to_call, results):
+                    outcomes[job.index] = outcome
+            for job, original in duplicates:
+                source = outcomes[original.index]
+                assert source is not None
+                outcomes[job.index] = JudgeOutcome(
+                    judge.name, judge.version, model, verdict=source.verdict, detail=dict(source.detail),
+                    error=source.error, cached=source.ok,
+                )
+                if source.ok:
+                    self.accounting.bump(judge, model, verdicts=1, cache_hits=1)
+                else:
+                    self.accounting.bump(judge, model, judge_errors=1)
+        final = [o for o in outcomes]
+        assert all(o is not None for o in final)
+        n_err = sum(1 for o in final if o is not None and o.error)
+        if n_err:
+            logger.warning(f"judge {judge.name}: {n_err} of {len(final)} samples are judge errors (excluded from the metric, counted)")
+        return final  # type: ignore[return-value]
+
+    def report(self) -> dict[str, Any]:
+        snap = self.accounting.snapshot()
+        return {
+            "cache_path": str(self.cache_path),
+            **snap,
+            "pid": os.getpid(),
+            "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+
+    def report_path(self, explicit: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Path:
+        """Where the accounting JSON goes: ``explicit``, else ``$LMMS_EVAL_PLUGINS_JUDGE_REPORT``, else
+        ``judge_report.json`` next to the cache.  A directory gets ``judge_report.json`` inside it.
+        Ranks > 0 of a multi-process run write ``judge_report.rank<R>.json``."""
+        env = _env(env)
+        raw = explicit or env.get(ENV_REPORT) or ""
+        path = Path(raw).expanduser() if raw else self.cache_path.parent / "judge_report.json"
+        if (raw and (str(raw).endswith(("/", os.sep)))) or path.is_dir():
+            path = path / "judge_report.json"
+        rank = int(env.get("RANK", "0") or 0)
+        if rank > 0:
+            path = path.with_name(f"{path.stem}.rank{rank}{path.suffix or '.json'}")
+        return path
+
+    def write_report(self, path: str | os.PathLike[str] | None = None) -> Path:
+        target = self.report_path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = self.redact(json.dumps(self.report(), indent=2, sort_keys=True))
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(text + "\n", encoding="utf-8")
+        os.replace(tmp, target)
+        self._report_requests.add(None if path is None else str(path))
+        return target
+
+    def summary(self) -> str:
+        snap = self.accounting.snapshot()
+        lines = [f"judge accounting (cache {self.cache_path}):"]
+        for model, s in snap["by_model"].items():
+            lines.append(
+                f"  {model}: verdicts {s['verdicts']}, calls {s['calls']} (retries {s['retries']}, re-asks {s['reasks']}, "
+                f"failed {s['failed_calls']}), cache hits {s['cache_hits']}, tokens in {s['tokens_in']} / out {s['tokens_out']}, "
+                f"judge errors {s['judge_errors']}"
+            )
+        return "\n".join(lines)
+
+    # -- internals ----------------------------------------------------------------------------
+    def _jitter_delay(self, settings: RuntimeSettings, attempt: int, retry_after: float | None) -> float:
+        with self._rng_lock:
+            return settings.backoff(attempt, retry_after, self._rng)
+
+    async def _call_all(
+        self, judge: LLMJudge, jobs: list[_Job], model: str, endpoint: Endpoint, settings: RuntimeSettings
+    ) -> list[JudgeOutcome]:
+        import openai
+
+        client = openai.AsyncOpenAI(
+            api_key=endpoint.api_key, base_url=endpoint.base_url, max_retries=0, timeout=settings.timeout
+        )
+        semaphore = asyncio.Semaphore(settings.concurrency)
+        fatal: dict[str, str] = {}
+
+        async def run(job: _Job) -> JudgeOutcome:
+            async with semaphore:
+                try:
+                    return await self._judge_job(client, judge, job, model, endpoint, settings, fatal)
+                except Exception as exc:  # defensive: an unexpected bug becomes a judge error, not a crash
+                    self.accounting.bump(judge, model, judge_errors=1)
+                    return JudgeOutcome(judge.name, judge.version, model, error=self.redact(f"internal error: {exc!r}"))
+
+        try:
+            return list(await asyncio.gather(*(run(job) for job in jobs)))
+        finally:
+            await client.close()
+
+    async def _judge_job(
+        self, client: Any, judge: LLMJudge, job: _Job, model: str, endpoint: Endpoint,
+        settings: RuntimeSettings, fatal: dict[str, str],
+    ) -> JudgeOutcome:
+        max_reask = judge.max_reask if settings.max_reask is None else settings.max_reask
+        messages = list(job.messages)
+        tokens_in = tokens_out = 0
+        last_problem = ""
+        for round_ in range(max_reask + 1):
+            try:
+                reply, tin, tout = await self._call(client, judge, messages, model, settings, fatal)
+            except _CallFailed as exc:
+                self.accounting.bump(judge, model, judge_errors=1)
+                return JudgeOutcome(judge.name, judge.version, model, error=self.redact(exc.reason))
+            tokens_in += tin
+            tokens_out += tout
+            try:
+                verdict: Verdict = judge.parse_reply(reply, job.item)
+            except ReplyParseError as exc:
+                last_problem = str(exc)
+                if round_ < max_reask:
+                    self.accounting.bump(judge, model, reasks=1)
+                    messages = messages + [
+                        {"role": "assistant", "content": reply},
+                        {"role": "user", "content": judge.reask_message(job.item, last_problem)},
+                    ]
+                continue
+            detail = {k: self.redact(v) for k, v in verdict.detail.items()}
+            if round_:
+                detail["reasks"] = round_
+            try:
+                self.cache.put(
+                    job.key, judge=judge.name, version=judge.version, model=model, endpoint=endpoint.base_url,
+                    score=verdict.score, detail=detail, reply=self.redact(reply), tokens_in=tokens_in, tokens_out=tokens_out,
+                )
+            except (sqlite3.Error, OSError) as exc:  # the verdict stands; only its caching failed
+                logger.warning(f"judge cache {self.cache_path}: could not store a verdict ({exc})")
+            self.accounting.bump(judge, model, verdicts=1)
+            return JudgeOutcome(judge.name, judge.version, model, verdict=verdict.score, detail=detail)
+        self.accounting.bump(judge, model, judge_errors=1)
+        reason = f"unparseable judge reply after {max_reask} re-ask(s): {last_problem}"
+        return JudgeOutcome(judge.name, judge.version, model, error=self.redact(reason))
+
+    async def _call(
+        self, client: Any, judge: LLMJudge, messages: list[dict[str, str]], model: str,
+        settings: RuntimeSettings, fatal: dict[str, str],
+    ) -> tuple[str, int, int]:
+        """One chat completion with our retry policy: (reply text, tokens in, tokens out)."""
+        import openai
+
+        last = ""
+        for attempt in range(settings.max_attempts):
+            if "reason" in fatal:
+                raise _CallFailed(f"not attempted: an earlier call failed for good ({fatal['reason']})", fatal=True)
+            retry_after: float | None = None
+            self.accounting.bump(judge, model, calls=1)
+            try:
+                response = await client.chat.completions.create(model=model, messages=messages, **judge.sampling)
+                reply, tin, tout = _read_completion(response)
+                self.accounting.bump(judge, model, tokens_in=tin, tokens_out=tout)
+                return reply, tin, tout
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                last = f"HTTP {status}: {_short(exc.message)}"
+                retryable = status in RETRY_STATUS or status >= 500
+                if not retryable:
+                    self.accounting.bump(judge, model, failed_calls=1)
+                    if status in FATAL_STATUS and "reason" not in fatal:
+                        fatal["reason"] = self.redact(last)
+                        logger.error(f"judge endpoint refused the request ({self.redact(last)}); the remaining calls of this batch are not attempted")
+                    raise _CallFailed(self.redact(f"{last} (not retried)"), fatal=status in FATAL_STATUS) from None
+                retry_after = parse_retry_after(exc.response.headers if exc.response is not None else None)
+            except openai.APITimeoutError:
+                last = f"timeout after {settings.timeout:g} s"
+            except openai.APIConnectionError as exc:
+                last = f"connection error: {_short(str(exc.__cause__ or exc))}"
+            except _MalformedResponse as exc:
+                last = f"malformed response: {exc}"
+            except (openai.APIResponseValidationError, ValueError) as exc:
+                last = f"malformed response: {_short(str(exc))}"
+            except openai.APIError as exc:  # anything else the client raises: treat as transient
+                last = f"{type(exc).__name__}: {_short(str(exc))}"
+            self.accounting.bump(judge, model, failed_calls=1)
+            if attempt + 1 < settings.max_attempts:
+                self.accounting.bump(judge, model, retries=1)
+                await asyncio.sleep(self._jitter_delay(settings, attempt, retry_after))
+        raise _CallFailed(self.redact(f"gave up after {settings.max_attempts} attempts; last: {last}"))
+
+
+class _MalformedResponse(Exception):
+    pass
+
+
+def _short(text: Any, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _read_completion(response: Any) -> tuple[str, int, int]:
+    if isinstance(response, (str, bytes)):
+        raise _MalformedResponse(f"body is not a chat completion: {_short(response, 80)!r}")
+    try:
+        content = response.choices[0].message.content
+    except (AttributeError, IndexError, KeyError, TypeError):
+        raise _MalformedResponse("no choices[0].message.content in the body") from None
+    if not isinstance(content, str):
+        raise _MalformedResponse("choices[0].message.content is not text")
+    usage = getattr(response, "usage", None)
+    tin = int(getattr(usage, "prompt_tokens", 0) or 0) if usage is not None else 0
+    tout = int(getattr(usage, "completion_tokens", 0) or 0) if usage is not None else 0
+    return content, tin, tout
+
+
+def _run_sync(factory: Any) -> Any:
+    """Run the coroutine made by ``factory`` to completion from synchronous code."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(factory())
+    # called from inside a running event loop (a notebook): use a private loop in a worker thread
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(factory())).result()
+
+
+# ---- the process-wide runtime ------------------------------------------------------------------
+
+_runtimes: dict[Path, JudgeRuntime] = {}
+_runtimes_lock = threading.Lock()
+_runtimes_pid = os.getpid()
+
+
+def get_runtime(cache_path: str | os.PathLike[str] | None = None) -> JudgeRuntime:
+    """The process-wide runtime for a cache (default: ``$LMMS_EVAL_PLUGINS_JUDGE_CACHE`` or
+    ``~/.cache/lmms_eval_plugins/judge_cache.sqlite3``)."""
+    global _runtimes_pid
+    path = Path(cache_path).expanduser() if cache_path is not None else default_cache_path()
+    path = path.resolve() if path.parent.exists() else path.absolute()
+    with _runtimes_lock:
+        if _runtimes_pid != os.getpid():  # forked: start fresh (connections do not survive a fork)
+            _runtimes.clear()
+            _runtimes_pid = os.getpid()
+        runtime = _runtimes.get(path)
+        if runtime is None:
+            runtime = _runtimes[path] = JudgeRuntime(path)
+        return runtime
+
+
+def reset_runtimes() -> None:
+    """Forget all runtimes (tests)."""
+    with _runtimes_lock:
+        for runtime in _runtimes.values():
+            runtime.cache.close()
+        _runtimes.clear()
+
+
+@atexit.register
+def _final_summary() -> None:  # pragma: no cover - exercised in real runs
+    for runtime in list(_runtimes.values()):
+        if runtime.accounting.active:
+            try:
+                logger.info(runtime.summary())
+                for requested in sorted(runtime._report_requests, key=str):
+                    path = runtime.write_report(requested)
+                    logger.info(f"judge accounting written to {path}")
+            except Exception:
+                pass

@@ -1,0 +1,130 @@
+"""A judged task through the real ``lmms-eval`` CLI (subprocess) and the loopback judge server."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from judge_server import TEST_API_KEY
+
+from lmms_eval_plugins.testing.cli_run import run_lmms_eval
+
+pytestmark = pytest.mark.cli
+
+TASK = "judged_demo"
+DOCS = [
+    {"id": i, "question": f"Question {i}?", "answer": "A", "oracle_response": "A" if i % 3 else "B"}
+    for i in range(6)
+]
+EXPECTED = 100.0 * sum(1 for d in DOCS if d["oracle_response"] == d["answer"]) / len(DOCS)
+
+UTILS = '''
+from lmms_eval_plugins.judges import JudgeFilter, JudgeItem, aggregate_judged, judged_mean, judged_parts
+
+def doc_to_visual(doc):
+    return []
+
+def doc_to_text(doc, lmms_eval_specific_kwargs=None):
+    return doc["question"]
+
+def judge_item(response, doc):
+    return JudgeItem(question=doc["question"], prediction=response, reference=doc["answer"])
+
+def process_results(doc, results):
+    _, outcome = judged_parts(results)
+    return {"acc_r": outcome.to_dict(), "judge_errors": outcome.to_dict()}
+
+def agg_acc_r(items):
+    return aggregate_judged(items, metric="acc_r")
+
+def agg_judge_errors(items):
+    return judged_mean(items).n_errors
+'''
+
+
+def write_task(folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "data.json").write_text(json.dumps(DOCS))
+    (folder / "utils.py").write_text(UTILS)
+    (folder / f"{TASK}.yaml").write_text(textwrap.dedent(
+        f"""
+        task: {TASK}
+        dataset_path: json
+        dataset_kwargs:
+          data_files:
+            test: {folder / "data.json"}
+        test_split: test
+        output_type: generate_until
+        doc_to_visual: !function utils.doc_to_visual
+        doc_to_text: !function utils.doc_to_text
+        doc_to_target: answer
+        generation_kwargs:
+          max_new_tokens: 16
+          temperature: 0
+          do_sample: false
+        filter_list:
+          - name: none
+            filter:
+              - function: !function utils.JudgeFilter
+                judge: semantic_match
+                default_model: gpt-4o
+                item_fn: !function utils.judge_item
+        process_results: !function utils.process_results
+        metric_list:
+          - metric: acc_r
+            aggregation: !function utils.agg_acc_r
+            higher_is_better: true
+          - metric: judge_errors
+            aggregation: !function utils.agg_judge_errors
+            higher_is_better: false
+        metadata:
+          version: 0.1
+        """
+    ))
+    return folder
+
+
+def test_judged_task_end_to_end(tmp_path, server, monkeypatch):
+    task_dir = write_task(tmp_path / "tasks")
+    out = tmp_path / "out"
+    monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE_REPORT", str(out) + "/")
+
+    # no endpoint: the task fails when it is built, before any inference, and says how to fix it
+    run = run_lmms_eval(tasks=TASK, model="oracle", output_dir=out, include_path=str(task_dir), timeout=600)
+    assert run.results_path is None
+    assert "OPENAI_BASE_URL" in run.output and "LMMS_EVAL_PLUGINS_JUDGE=offline" in run.output
+    assert "Running generate_until requests" not in run.output  # no inference started
+    assert server.n_requests == 0
+
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_API_KEY)
+    run = run_lmms_eval(tasks=TASK, model="oracle", output_dir=out, include_path=str(task_dir), timeout=600)
+    assert run.results_path is not None, run.output[-12000:]
+    metrics = run.results["results"][TASK]
+    assert metrics["acc_r,none"] == pytest.approx(EXPECTED)
+    assert metrics["judge_errors,none"] == 0
+    assert server.n_requests == len(DOCS)
+    assert {b["model"] for b in server.requests} == {"gpt-4o"}
+    samples_files = list(out.rglob(f"*{TASK}*.jsonl"))
+    assert samples_files
+    samples = [json.loads(line) for line in samples_files[0].read_text().splitlines()]
+    by_doc = {s["doc_id"]: s for s in samples}
+    for doc in DOCS:
+        sample = by_doc[doc["id"]]
+        # lmms-eval's logger str()s filtered responses: ours turn into JSON
+        judged = json.loads(sample["filtered_resps"][0])
+        right = doc["oracle_response"] == doc["answer"]
+        assert judged["text"] == doc["oracle_response"] and judged["judge"]["verdict"] == float(right)
+        assert sample["acc_r"]["verdict"] == float(right) and sample["acc_r"]["error"] is None
+    report = json.loads((out / "judge_report.json").read_text())
+    assert report["by_model"]["gpt-4o"]["calls"] == len(DOCS)
+
+    # a re-run takes every verdict from the cache
+    run = run_lmms_eval(tasks=TASK, model="oracle", output_dir=out, include_path=str(task_dir), timeout=600)
+    assert run.results["results"][TASK]["acc_r,none"] == pytest.approx(EXPECTED)
+    assert server.n_requests == len(DOCS)
+    # the key is nowhere in what the runs wrote
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert TEST_API_KEY not in path.read_text(errors="replace"), path
