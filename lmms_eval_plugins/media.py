@@ -302,9 +302,18 @@ def sample_video(
         info = video_info(p, record_id)
         source = (info.width, info.height)
         size = fit_size(*source, max_long_side)
-    reader, fps = _open(p, record_id, *(size if size != source else (-1, -1)))
+    scaled = size is not None and size != source
+    reader, fps = _open(p, record_id, *(size if scaled else (-1, -1)))
     indices = frame_plan(len(reader), fps, num_frames, [interval] if interval is not None else intervals)
-    frames = _decode(reader, indices, p, record_id)
+    try:
+        frames = _decode(reader, indices, p, record_id)
+    except MediaError:
+        if not scaled:
+            raise
+        # decord's scaler rejects some target sizes (e.g. 96x72 -> 48x36: "from_size == to_size");
+        # decode at full size and shrink in PIL instead.
+        reader, fps = _open(p, record_id)
+        frames = [resize_down(frame, max_long_side) for frame in _decode(reader, indices, p, record_id)]
     return SampledFrames(
         frames=frames,
         timestamps=[i / fps for i in indices],

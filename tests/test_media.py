@@ -352,3 +352,11 @@ def test_unreadable_file(tmp_path, call):
         call(path)
     message = str(error.value)
     assert str(path) in message and "record: rec-7" in message and "fix:" in message
+
+
+def test_sizes_decords_scaler_rejects_fall_back_to_pil(tmp_path):
+    # decord fails to scale 96x72 to 48x36 while decoding ("from_size == to_size"); the sampler must not.
+    path = make_video(tmp_path / "v.mp4", seconds=3, fps=4, width=96, height=72)
+    sampled = sample_video(path, 4, max_long_side=48)
+    assert [f.size for f in sampled.frames] == [(48, 36)] * 4
+    assert [decode_frame_index(f) for f in sampled.frames] == sampled.indices
