@@ -1,0 +1,64 @@
+"""CrossVid through the real ``lmms-eval`` CLI (subprocess), judged by the results JSON, not the exit code.
+
+CCQA runs with the offline rubric judge (``LMMS_EVAL_PLUGINS_JUDGE=offline``): no network.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from lmms_eval_plugins.testing.cli_run import run_lmms_eval
+from lmms_eval_plugins.testing.task_utils import load_task_utils
+
+pytestmark = pytest.mark.cli
+cv = load_task_utils("crossvid")
+TASKS = [f"crossvid_{t.lower()}_sample" for t in cv.TASKS]
+GROUPS = ["crossvid_sample", "crossvid_comparative_sample", "crossvid_temporal_sample", "crossvid_multiview_sample"]
+OFFLINE_JUDGE = {"LMMS_EVAL_PLUGINS_JUDGE": "offline"}
+
+
+def test_oracle_scores_100_on_all_ten_tasks_and_every_average(tmp_path, isolated_env):
+    run = run_lmms_eval(tasks="crossvid_sample", model="oracle", output_dir=tmp_path / "out", env=OFFLINE_JUDGE)
+    for task in TASKS:
+        metrics = run.task_results(task)
+        assert metrics["score"] == 100.0 and metrics["score_strict"] == 100.0, task
+        assert metrics["skipped"] == 0 and metrics.get("parse_fail", 0) == 0 and metrics.get("judge_errors", 0) == 0
+        assert run.results["n-samples"][task]["effective"] == 2
+    for group in GROUPS:  # O.Avg, C.Avg, T.Avg, M.Avg
+        assert run.results["results"][group]["score,none"] == 100.0, group
+    ccqa = run.task_results("crossvid_ccqa_sample")
+    assert ccqa["per_question_mean"] == 100.0
+    # the oracle's CCQA reply was judged by the offline rubric judge, and every point covered and correct
+    for sample in run.samples("crossvid_ccqa_sample"):
+        judge = sample["score"]["judge"]  # the per-sample item carries the filter's judge outcome
+        assert judge["name"] == "rubric_offline" and judge["verdict"] == 1.0 and judge["error"] is None
+        assert judge["detail"]["covered"] == judge["detail"]["correct"] == judge["detail"]["n_points"]
+
+
+def test_tiny_qwen_completes_all_ten(tmp_path, isolated_env, tiny_qwen_args):
+    run = run_lmms_eval(tasks="crossvid_sample", model="qwen2_5_vl", model_args=tiny_qwen_args,
+                        output_dir=tmp_path / "out", env=OFFLINE_JUDGE, extra_args=["--gen_kwargs", "max_new_tokens=8"])
+    for task in TASKS:
+        metrics = run.task_results(task)
+        assert 0.0 <= metrics["score"] <= 100.0, task
+        assert run.results["n-samples"][task]["effective"] == 2
+    assert 0.0 <= run.results["results"]["crossvid_sample"]["score,none"] <= 100.0
+    # random weights: mostly unparseable replies, counted and logged, never a crash
+    assert all("parse_error" in s["score"] for s in run.samples("crossvid_pss_sample"))
+
+
+def test_local_data_with_a_missing_video_fails_naming_it_or_is_skipped(tmp_path, isolated_env):
+    folder = tmp_path / "data" / "crossvid"
+    shutil.copytree(cv.SAMPLE_DIR, folder)
+    (folder / "videos" / "behavior" / "bh1.mp4").unlink()
+    env = {"LMMS_EVAL_PLUGINS_DATA_ROOT": str(tmp_path / "data")}
+    failed = run_lmms_eval(tasks="crossvid_bu", model="oracle", output_dir=tmp_path / "out1", env=env, log_samples=False)
+    assert "crossvid_bu" not in failed.results.get("results", {})
+    assert "record: CrossVid BU id 0" in failed.output and "bh1.mp4" in failed.output
+    skipped = run_lmms_eval(tasks="crossvid_bu", model="oracle", output_dir=tmp_path / "out2",
+                            env={**env, "LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA": "1"}, log_samples=False)
+    metrics = skipped.task_results("crossvid_bu")
+    assert metrics["skipped"] == 1 and metrics["score"] == 100.0
+    assert skipped.results["n-samples"]["crossvid_bu"]["effective"] == 1
