@@ -47,7 +47,7 @@ class SampledFrames:
     path: str
     fps: float
     # Number of each frame in its source: the video frame index, or the integer in a frame file's
-    # name (CrossVid's boxes are keyed by it). Defaults to `indices`.
+    # name. Defaults to `indices`. (CrossVid's official code keys boxes by sorted position: `indices`.)
     frame_numbers: list[int] = field(default_factory=list)
     source_size: tuple[int, int] | None = None  # (width, height) before resizing, to scale boxes
 
