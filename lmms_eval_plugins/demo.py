@@ -12,32 +12,33 @@ import sys
 from pathlib import Path
 
 from lmms_eval_plugins.data import cache_dir
-from lmms_eval_plugins.task_list import task_names
+from lmms_eval_plugins.task_list import sample_tasks
 from lmms_eval_plugins.testing.cli_run import run_lmms_eval
 
 
-def sample_groups() -> list[str]:
-    return sorted(name for name, kind in task_names().items() if kind == "group" and name.endswith("_sample"))
+# The tiny model's weights are random: it rarely stops by itself, so cap its replies.
+TINY_MODEL_GEN_KWARGS = "max_new_tokens=32"
 
 
 def main(argv: list[str]) -> int:
     from lmms_eval_plugins.testing.tiny_qwen import build_tiny_qwen2_5_vl, lmms_eval_model_args
 
     parser = argparse.ArgumentParser(prog="lmms-eval-plugins demo", description=__doc__)
-    parser.add_argument("--tasks", default=",".join(sample_groups()), help="comma-separated tasks (default: every *_sample group)")
+    parser.add_argument("--tasks", default=",".join(sample_tasks()), help="comma-separated tasks (default: every *_sample task or group)")
     parser.add_argument("--model", default="qwen2_5_vl", help="lmms-eval model name (default: the tiny Qwen2.5-VL)")
     parser.add_argument("--model_args", default=None, help="default: the tiny Qwen2.5-VL built on the fly")
     parser.add_argument("--output_path", default="out/demo")
     args = parser.parse_args(argv)
 
-    model_args = args.model_args
+    model_args, extra_args = args.model_args, []
     if model_args is None and args.model == "qwen2_5_vl":
         model_dir = build_tiny_qwen2_5_vl(cache_dir("tiny-qwen2_5_vl"))
         model_args = lmms_eval_model_args(model_dir)
+        extra_args = ["--gen_kwargs", TINY_MODEL_GEN_KWARGS]
     tasks = [t for t in args.tasks.split(",") if t]
     # The offline judges keep the demo free of API keys.
     run = run_lmms_eval(tasks=tasks, model=args.model, model_args=model_args, output_dir=Path(args.output_path),
-                        env={"LMMS_EVAL_PLUGINS_JUDGE": "offline"}, stream=True)
+                        env={"LMMS_EVAL_PLUGINS_JUDGE": "offline"}, extra_args=extra_args, stream=True)
     if run.results_path is None:
         print("lmms-eval wrote no results; see its log above", file=sys.stderr)
         return 1

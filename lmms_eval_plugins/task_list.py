@@ -29,6 +29,16 @@ def task_names(folder: Path | None = None) -> dict[str, str]:
     return names
 
 
+def sample_tasks(names: dict[str, str] | None = None) -> list[str]:
+    """Every ``*_sample`` group, plus every ``*_sample`` task whose benchmark has no such group."""
+    names = task_names() if names is None else names
+    groups = sorted(n for n, kind in names.items() if kind == "group" and n.endswith("_sample"))
+    covered = {g.split("_")[0] for g in groups}
+    tasks = sorted(n for n, kind in names.items()
+                   if kind == "task" and n.endswith("_sample") and n.split("_")[0] not in covered)
+    return groups + tasks
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="lmms-eval-plugins tasks", description=__doc__)
     parser.add_argument("--path", action="store_true", help="print the task folder (for --include_path)")

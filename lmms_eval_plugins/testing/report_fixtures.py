@@ -27,22 +27,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from lmms_eval_plugins.task_list import task_names
+from lmms_eval_plugins.task_list import sample_tasks
 from lmms_eval_plugins.testing.cli_run import latest_results, run_lmms_eval
 
 MODELS: dict[str, tuple[str, str | None]] = {"oracle": ("oracle", None), "random": ("random", "seed=0")}
 MAX_TEXT = 300
 DEFAULT_DEST = Path(__file__).resolve().parents[2] / "tests" / "data" / "report_runs"
-
-
-def sample_tasks(names: dict[str, str] | None = None) -> list[str]:
-    """Every ``*_sample`` group, plus every ``*_sample`` task whose benchmark has no such group."""
-    names = task_names() if names is None else names
-    groups = sorted(n for n, kind in names.items() if kind == "group" and n.endswith("_sample"))
-    covered = {g.split("_")[0] for g in groups}
-    tasks = sorted(n for n, kind in names.items()
-                   if kind == "task" and n.endswith("_sample") and n.split("_")[0] not in covered)
-    return groups + tasks
 
 
 def _cut(value: Any) -> Any:
