@@ -27,9 +27,10 @@ ENV_JUDGE = "LMMS_EVAL_PLUGINS_JUDGE"
 _runtime_registry: dict[str, Callable[..., Judge]] = {}
 
 # The judges that ship in this package, by module path relative to it: the same classes that
-# pyproject.toml declares as entry points. Used only when no entry point of that name is installed,
-# i.e. when this package runs as a vendored copy without installed metadata (a task folder written by
-# ``lmms-eval-plugins export-upstream``); an installed entry point of the same name wins.
+# pyproject.toml declares as entry points. They are loaded from this package itself, before entry
+# points, so that a vendored copy without installed metadata (a task folder written by
+# ``lmms-eval-plugins export-upstream``) finds them, and never mixes its classes with those of an
+# installed copy. A third-party judge cannot take one of these names.
 BUILTIN_JUDGES: dict[str, str] = {
     "semantic_match": ".semantic_match:SemanticMatchJudge",
     "semantic_match_offline": ".semantic_match:OfflineSemanticMatchJudge",
@@ -86,9 +87,9 @@ def resolve_judge_name(name: str, *, offline: bool | None = None, env: dict[str,
 def load_judge_class(name: str) -> Callable[..., Judge]:
     if name in _runtime_registry:
         return _runtime_registry[name]
-    eps = _entry_points()
-    if name not in eps and name in BUILTIN_JUDGES:
+    if name in BUILTIN_JUDGES:
         return _builtin_judge(name)
+    eps = _entry_points()
     if name not in eps:
         known = ", ".join(available_judges()) or "none"
         hint = ""

@@ -244,7 +244,7 @@ def test_docs_per_task():
     assert len(epd) == 24 and [d["stage"] for d in epd[:4]] == ["presence", "type", "presence", "type"]
     assert epd[0]["question_id"] == epd[1]["question_id"]  # a sample's two requests are adjacent
     clean = [d for d in epd if d["label"] == E]
-    assert {(d["stage"], d["oracle_response"]) for d in clean} == {("presence", "N"), ("type", "")}
+    assert {(d["stage"], d["oracle_response"]) for d in clean} == {("presence", "N"), ("type", "A")}  # stage 2 of a clean sample is never scored
     assert {d["oracle_response"] for d in epd if d["label"] != E and d["stage"] == "presence"} == {"P"}
     assert all(d["chance_responses"] == ["P", "N"] for d in epd if d["stage"] == "presence")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from lmms_eval.api.instance import Instance
 from lmms_eval.api.model import lmms
 
@@ -17,6 +18,12 @@ class DocAnsweringModel(lmms):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__()
         self.batch_size_per_gpu = 1
+
+    @property
+    def device(self) -> torch.device:
+        """Where lmms-eval's evaluator puts this rank's request count before gathering (several processes)."""
+        accelerator = getattr(self, "accelerator", None)
+        return accelerator.device if accelerator is not None else torch.device("cpu")
 
     def doc_for(self, request: Instance) -> dict:
         doc_id, task, split = request.args[-3:]

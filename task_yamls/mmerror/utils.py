@@ -267,14 +267,15 @@ def epd_docs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Two docs per sample, stage 1 (P/N) then stage 2 (A-D), each with its own oracle and chance replies.
 
     The pair is adjacent so that ``--limit 2k`` keeps k whole samples. Stage 2 of an E_NoError sample
-    has no right answer (the sequential protocol never asks it after a correct N): its oracle reply is empty.
+    has no right answer (the sequential protocol never asks it after a correct N) and is never scored: its oracle
+    reply is just a well-formed letter, so format checks (check-model) see a compliant oracle.
     """
     docs = []
     for r in records:
         no_error = r["label"] == NO_ERROR_LABEL
         docs.append({**r, "stage": STAGE_PRESENCE, ORACLE_FIELD: ABSENT if no_error else PRESENT,
                      CHANCE_FIELD: [PRESENT, ABSENT]})
-        docs.append({**r, "stage": STAGE_TYPE, ORACLE_FIELD: "" if no_error else _letter_of(r["label"]),
+        docs.append({**r, "stage": STAGE_TYPE, ORACLE_FIELD: ERROR_LETTERS[0] if no_error else _letter_of(r["label"]),
                      CHANCE_FIELD: list(ERROR_LETTERS)})
     return docs
 

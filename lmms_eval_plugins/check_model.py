@@ -1,0 +1,562 @@
+"""``lmms-eval-plugins check-model``: run every ``*_sample`` task with a model and report what breaks.
+
+For a model team before a real run: does the model class complete each benchmark's requests, can the
+task's parser read its replies (format compliance), what does a typical unreadable reply look like,
+and what shape of request (images, videos, frames, interleaving) does each task send?
+
+How each column is computed:
+
+- **completed**: the task has an entry in lmms-eval's results JSON (lmms-eval exits 0 even when a
+  task fails). All tasks run in one lmms-eval process (the model loads once); if some have no
+  results, each of those is run again alone, so one crashing task cannot hide the others, and the
+  last exception line of its log is reported.
+- **format compliance**: from the logged samples (``--log_samples``): the share of requests whose
+  reply the task could read. Our tasks log a per-request item with ``parse_error`` (None when the
+  reply was read); ViRectify logs ``format_ok`` and the ``missing`` parts of its tagged format; for
+  free-form judged answers (CrossVid CCQA) a reply counts when the judge found something to judge in it (not ``judge.skipped``).
+  A task that logs none of these falls back to its ``*_parse_fail`` metric over the number of requests.
+- **typical failure**: the most common ``parse_error`` (its count) with one raw reply that caused it.
+- **request shapes**: computed in this process, not from the model: the task's YAML is loaded with
+  lmms-eval's own loader (``lmms_eval.utils.load_yaml_config``), its ``process_docs`` is run on its
+  source file and its ``doc_to_messages`` is called on the same docs lmms-eval sends (the first
+  ``--limit``). Chat model classes receive exactly these messages; simple classes get
+  ``doc_to_visual`` and ``doc_to_text`` of the same docs (same media, the text with ``<image>``
+  placeholders). Known pitfalls of lmms-eval's built-in classes are flagged: frames of one video with
+  different sizes, an empty frame list, and a later video with fewer frames than the first
+  (``qwen2_5_vl`` probes only the first video).
+
+Output: a Markdown table on stdout, details below it, ``--json OUT`` for machines. Exit code 0 only
+if every task completed.
+
+    lmms-eval-plugins check-model --model qwen2_5_vl --model_args pretrained=Qwen/Qwen2.5-VL-7B-Instruct
+    lmms-eval-plugins check-model --model my_model --tasks errorradar,crossvid_bu_sample --limit 4 --json report.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lmms_eval_plugins.task_list import _IgnoreTags
+
+SAMPLE_SUFFIX = "_sample"
+EXAMPLE_CHARS = 160
+
+
+# ------------------------------------------------------------------------------------------------ task selection
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    name: str
+    kind: str  # "task" | "group"
+    yaml_path: Path
+    members: tuple[str, ...] = ()
+
+    @property
+    def benchmark(self) -> str:
+        return self.yaml_path.parent.name
+
+
+def task_index(folder: Path | None = None) -> dict[str, TaskEntry]:
+    """Every task and group below our task folder, with its YAML path (groups with their members)."""
+    import yaml
+
+    from lmms_eval_plugins import tasks_dir
+
+    index: dict[str, TaskEntry] = {}
+    for path in sorted((folder or tasks_dir()).rglob("*.yaml")):
+        config = yaml.load(path.read_text(encoding="utf-8"), Loader=_IgnoreTags) or {}
+        if isinstance(config.get("group"), str) and isinstance(config.get("task"), list):
+            members = tuple(t for t in config["task"] if isinstance(t, str))
+            index[config["group"]] = TaskEntry(config["group"], "group", path, members)
+        elif isinstance(config.get("task"), str):
+            index[config["task"]] = TaskEntry(config["task"], "task", path)
+    return index
+
+
+def leaf_sample_tasks(index: Mapping[str, TaskEntry]) -> list[str]:
+    """Every leaf task named `*_sample` (check-model reports per leaf task, not per group)."""
+    return sorted(name for name, entry in index.items() if entry.kind == "task" and name.endswith(SAMPLE_SUFFIX))
+
+
+def select_tasks(selection: str | None, index: Mapping[str, TaskEntry]) -> list[str]:
+    """``--tasks``: sample tasks, sample groups or benchmark names (comma-separated); default: all sample tasks."""
+    all_sample = leaf_sample_tasks(index)
+    if not selection:
+        return all_sample
+    chosen: list[str] = []
+    for item in (s.strip() for s in selection.split(",")):
+        if not item:
+            continue
+        entry = index.get(item)
+        by_benchmark = [t for t in all_sample if index[t].benchmark == item]
+        if by_benchmark:  # a benchmark name (also the name of its full-data group): its sample tasks
+            names = by_benchmark
+        elif entry is not None and entry.kind == "group":
+            names = [m for m in entry.members if m in index]
+        elif entry is not None:
+            names = [item]
+        else:
+            names = []
+        if not names:
+            raise SystemExit(f"check-model: {item!r} is not a task, group or benchmark of lmms-eval-plugins "
+                             f"(sample tasks: {', '.join(all_sample)})")
+        chosen += [n for n in names if n not in chosen]
+    return chosen
+
+
+# ------------------------------------------------------------------------------------------------ request shapes
+
+
+@dataclass
+class Shapes:
+    requests: int = 0
+    images: list[int] = field(default_factory=list)  # per request
+    videos: list[int] = field(default_factory=list)  # per request
+    frames_per_request: list[int] = field(default_factory=list)  # frames of all frame-list videos in a request
+    frames_per_video: list[int] = field(default_factory=list)
+    video_files: int = 0  # videos given as a path (the model class decodes them itself)
+    text_parts: list[int] = field(default_factory=list)
+    interleaved: int = 0  # requests with text between two visuals
+    max_size: tuple[int, int] = (0, 0)  # largest image or frame (width, height)
+    issues: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        def span(values: Sequence[int]) -> str:
+            if not values:
+                return "0"
+            lo, hi = min(values), max(values)
+            return str(lo) if lo == hi else f"{lo}-{hi}"
+
+        return {
+            "requests": self.requests,
+            "images": span(self.images),
+            "videos": span(self.videos),
+            "frames_per_video": span(self.frames_per_video),
+            "frames_per_request": span(self.frames_per_request),
+            "video_files": self.video_files,
+            "text_parts": span(self.text_parts),
+            "interleaved_requests": self.interleaved,
+            "max_size": f"{self.max_size[0]}x{self.max_size[1]}" if self.max_size != (0, 0) else "",
+            "issues": self.issues[:10],
+            "error": self.error,
+        }
+
+
+def _size(item: Any) -> tuple[int, int] | None:
+    size = getattr(item, "size", None)
+    return tuple(size) if isinstance(size, tuple) and len(size) == 2 else None  # type: ignore[return-value]
+
+
+def measure_messages(messages: Any, shapes: Shapes, *, where: str) -> None:
+    """Add one request's chat messages (lmms-eval's ``doc_to_messages`` format) to ``shapes``."""
+    images = videos = frames = texts = 0
+    kinds: list[str] = []
+    first_video_frames: int | None = None
+    for message in messages or []:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, str):
+            texts += 1
+            kinds.append("text")
+            continue
+        for part in content or []:
+            kind = part.get("type") if isinstance(part, Mapping) else None
+            if kind == "text":
+                texts += 1
+                kinds.append("text")
+            elif kind == "image":
+                images += 1
+                kinds.append("visual")
+                size = _size(part.get("url") or part.get("image"))
+                if size:
+                    shapes.max_size = max(shapes.max_size, size, key=lambda s: s[0] * s[1])
+            elif kind == "video":
+                videos += 1
+                kinds.append("visual")
+                url = part.get("url") if "url" in part else part.get("video")
+                if isinstance(url, (list, tuple)):
+                    n = len(url)
+                    frames += n
+                    shapes.frames_per_video.append(n)
+                    if n == 0:
+                        shapes.issues.append(f"{where}: video {videos} is an empty frame list (crashes lmms-eval's qwen2_5_vl)")
+                    sizes = {s for s in (_size(f) for f in url) if s}
+                    if len(sizes) > 1:
+                        shapes.issues.append(f"{where}: video {videos} mixes frame sizes {sorted(sizes)} (qwen2_5_vl needs one size per video)")
+                    for s in sizes:
+                        shapes.max_size = max(shapes.max_size, s, key=lambda v: v[0] * v[1])
+                    if first_video_frames is None:
+                        first_video_frames = n
+                    elif n < first_video_frames:
+                        shapes.issues.append(f"{where}: video {videos} has fewer frames ({n}) than video 1 ({first_video_frames}); "
+                                             "fine as frame lists, a crash in qwen2_5_vl if these were video files")
+                else:
+                    shapes.video_files += 1
+    shapes.requests += 1
+    shapes.images.append(images)
+    shapes.videos.append(videos)
+    shapes.frames_per_request.append(frames)
+    shapes.text_parts.append(texts)
+    visual_positions = [i for i, k in enumerate(kinds) if k == "visual"]
+    if len(visual_positions) > 1 and any(k == "text" for k in kinds[visual_positions[0]: visual_positions[-1]]):
+        shapes.interleaved += 1
+
+
+def _source_rows(config: Mapping[str, Any]) -> list[dict[str, Any]]:
+    files = (config.get("dataset_kwargs") or {}).get("data_files") or {}
+    split = config.get("test_split") or "test"
+    path = files.get(split) if isinstance(files, Mapping) else files
+    if isinstance(path, list):
+        path = path[0]
+    if not path:
+        raise ValueError("the task has no local data_files to read")
+    text = Path(path).read_text(encoding="utf-8").strip()
+    if text.startswith("["):
+        return list(json.loads(text))
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _call_doc_fn(fn: Any, doc: Any, specific: Any) -> Any:
+    import inspect
+
+    params = inspect.signature(fn).parameters
+    if specific is not None and ("lmms_eval_specific_kwargs" in params or len(params) == 2):
+        return fn(doc, lmms_eval_specific_kwargs=specific)
+    return fn(doc)
+
+
+def request_shapes(entry: TaskEntry, limit: int | None) -> Shapes:
+    """Run the task's ``process_docs`` and ``doc_to_messages`` in this process (see the module docstring)."""
+    import os
+
+    from lmms_eval.utils import load_yaml_config
+
+    from lmms_eval_plugins.testing.cli_run import OFFLINE_ENV
+
+    shapes = Shapes()
+    saved = {k: os.environ.get(k) for k in OFFLINE_ENV}
+    os.environ.update(OFFLINE_ENV)  # sample tasks read bundled data: never wait on the hub
+    try:
+        config = load_yaml_config(str(entry.yaml_path), mode="full")
+        process_docs, to_messages = config.get("process_docs"), config.get("doc_to_messages")
+        if not callable(to_messages):
+            raise ValueError("the task defines no doc_to_messages")
+        docs = _source_rows(config)
+        if callable(process_docs):
+            docs = process_docs(docs)
+        specific = config.get("lmms_eval_specific_kwargs")
+        if isinstance(specific, Mapping):
+            specific = specific.get("default", specific)
+        n = len(docs) if limit is None else min(limit, len(docs))
+        for i in range(n):
+            measure_messages(_call_doc_fn(to_messages, docs[i], specific), shapes, where=f"doc {i}")
+    except Exception as exc:  # reported, never fatal: the lmms-eval run is the real check
+        shapes.error = f"{type(exc).__name__}: {exc}"[:500]
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return shapes
+
+
+# ------------------------------------------------------------------------------------------------ compliance
+
+
+@dataclass
+class TaskReport:
+    task: str
+    benchmark: str
+    completed: bool
+    error: str | None = None
+    requests: int = 0
+    parsed: int | None = None
+    compliance: float | None = None  # percent
+    compliance_source: str = ""  # which logged field (or metric) the compliance was computed from
+    typical_failure: dict[str, Any] | None = None
+    failures: dict[str, int] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    shapes: dict[str, Any] = field(default_factory=dict)
+
+
+def _reply_text(sample: Mapping[str, Any]) -> str:
+    value: Any = sample.get("resps", sample.get("filtered_resps"))
+    while isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    if isinstance(value, str) and value.startswith("{"):  # a judged reply, logged as the filter's JSON
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            pass
+    if isinstance(value, Mapping):
+        value = value.get("text", value)
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def _item_status(item: Mapping[str, Any]) -> tuple[str, str | None] | None:
+    """(kind, error) of one per-record item, or None when it says nothing about the reply's format.
+
+    Our tasks log one of: ``parse_error`` (None when the reply was read); ``format_ok`` with ``missing``
+    ({part: reason}, ViRectify's tagged format); or, for free-form judged answers, only a ``judge``
+    outcome, where a reply with nothing to judge (``skipped``) is the format failure.
+    """
+    if "parse_error" in item:
+        error = item["parse_error"]
+        return "parse_error", None if error is None else str(error)
+    if "format_ok" in item:
+        if item["format_ok"]:
+            return "format_ok", None
+        missing = item.get("missing") or {}
+        return "format_ok", "; ".join(f"{k}: {v}" for k, v in missing.items()) if isinstance(missing, Mapping) and missing else "format not valid"
+    judge = item.get("judge")
+    if isinstance(judge, Mapping):
+        return "judged", "nothing to judge (no answer found in the reply)" if judge.get("skipped") and not judge.get("error") else None
+    return None
+
+
+def _parse_item(sample: Mapping[str, Any], metric_names: Sequence[str]) -> tuple[str, str | None] | None:
+    """(kind, parse error) from the first per-record item of a logged sample that says something about the format."""
+    for value in [*(sample.get(name) for name in metric_names), *sample.values()]:
+        if isinstance(value, Mapping):
+            status = _item_status(value)
+            if status is not None:
+                return status
+    return None
+
+
+def _short(text: str, limit: int = EXAMPLE_CHARS) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def compliance_from_samples(samples: Sequence[Mapping[str, Any]], metric_names: Sequence[str]) -> dict[str, Any] | None:
+    """Compliance, failure counts and one example per failure from logged samples (None: no parse items)."""
+    parsed = total = 0
+    counts: collections.Counter[str] = collections.Counter()
+    examples: dict[str, str] = {}
+    kinds: collections.Counter[str] = collections.Counter()
+    for sample in samples:
+        found = _parse_item(sample, metric_names)
+        if found is None:
+            continue
+        total += 1
+        kinds[found[0]] += 1
+        error = found[1]
+        if error is None:
+            parsed += 1
+            continue
+        key = _normalise_error(str(error))
+        counts[key] += 1
+        examples.setdefault(key, _reply_text(sample))
+    if total == 0:
+        return None
+    typical = None
+    if counts:
+        error, count = counts.most_common(1)[0]
+        typical = {"parse_error": error, "count": count, "example_output": _short(examples[error])}
+    source = {"parse_error": "logged parse_error", "format_ok": "logged format_ok",
+              "judged": "judged replies: not skipped by the judge"}[kinds.most_common(1)[0][0]]
+    return {"requests": total, "parsed": parsed, "compliance": 100.0 * parsed / total,
+            "failures": dict(counts.most_common()), "typical_failure": typical, "source": source}
+
+
+def _normalise_error(error: str) -> str:
+    """Group parse errors that differ only in the reply's content ("letter A not among ..." stays as is)."""
+    return _short(error, 120)
+
+
+def compliance_from_metrics(metrics: Mapping[str, Any], n_requests: int) -> dict[str, Any] | None:
+    fails = {k: v for k, v in metrics.items() if k.endswith("parse_fail") and isinstance(v, (int, float))}
+    if not fails or n_requests <= 0:
+        return None
+    name = "parse_fail" if "parse_fail" in fails else sorted(fails)[0]
+    failed = min(float(fails[name]), n_requests)
+    return {"requests": n_requests, "parsed": int(n_requests - failed), "compliance": 100.0 * (1 - failed / n_requests),
+            "source": f"{name} metric"}
+
+
+_EXC_LINE = re.compile(r"^\s*(?:\S+\.)?(\w*(?:Error|Exception|Exceeded))\b:?\s*(.*)$")
+
+
+def last_exception(output: str) -> str | None:
+    """The last ``SomethingError: message`` line of an lmms-eval log (None: none found).
+
+    lmms-eval retries dataset building (tenacity), so the last line is often a ``RetryError`` that only
+    names the real error's class; the real error's own line, printed above it, is preferred.
+    """
+    found: list[str] = []
+    for line in output.splitlines():
+        clean = re.sub(r"\x1b\[[0-9;]*m", "", line)
+        match = _EXC_LINE.match(clean.split(" - ", 1)[-1])
+        if match and match.group(1) not in ("Error", "Exception"):
+            found.append(_short(f"{match.group(1)}: {match.group(2)}", 300))
+    real = [f for f in found if not f.startswith("RetryError")]
+    return (real or found or [None])[-1]
+
+
+# ------------------------------------------------------------------------------------------------ running
+
+
+def _metrics(results: Mapping[str, Any], task: str) -> dict[str, Any]:
+    raw = results.get("results", {}).get(task) or {}
+    return {k.split(",")[0]: v for k, v in raw.items() if k != "alias"}
+
+
+def _headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not k.endswith("_stderr")}
+
+
+def run_tasks(tasks: Sequence[str], *, model: str, model_args: str | None, output_dir: Path, limit: int | None,
+              extra_args: Sequence[str], env: Mapping[str, str], timeout: float):
+    from lmms_eval_plugins.testing.cli_run import run_lmms_eval
+
+    args = list(extra_args)
+    if limit is not None:
+        args += ["--limit", str(limit)]
+    return run_lmms_eval(tasks=list(tasks), model=model, model_args=model_args, output_dir=output_dir, env=env,
+                         extra_args=args, timeout=timeout)
+
+
+def check_model(*, model: str, model_args: str | None, tasks: Sequence[str], limit: int | None = None,
+                output_dir: Path, extra_args: Sequence[str] = (), env: Mapping[str, str] | None = None,
+                timeout: float = 3600, retry_missing: bool = True, shapes: bool = True) -> list[TaskReport]:
+    """Run ``tasks`` with the model and build one :class:`TaskReport` per task."""
+    index = task_index()
+    env = dict(env or {})
+    run = run_tasks(tasks, model=model, model_args=model_args, output_dir=output_dir / "all", limit=limit,
+                    extra_args=extra_args, env=env, timeout=timeout)
+    runs = {task: run for task in tasks}
+    missing = [t for t in tasks if t not in run.results.get("results", {})]
+    if retry_missing and missing and len(tasks) > 1:
+        for task in missing:  # alone, so one crashing task cannot hide the others
+            runs[task] = run_tasks([task], model=model, model_args=model_args, output_dir=output_dir / task, limit=limit,
+                                   extra_args=extra_args, env=env, timeout=timeout)
+    reports = []
+    for task in tasks:
+        entry = index[task]
+        task_run = runs[task]
+        completed = task in task_run.results.get("results", {})
+        report = TaskReport(task, entry.benchmark, completed)
+        if not completed:
+            report.error = last_exception(task_run.output) or (
+                "lmms-eval wrote no results file" if task_run.results_path is None else "no results for this task")
+        else:
+            report.metrics = _headline(_metrics(task_run.results, task))
+            n_requests = int((task_run.results.get("n-samples", {}).get(task) or {}).get("effective", 0))
+            metric_names = list(_metrics(task_run.results, task))
+            stats = None
+            try:
+                stats = compliance_from_samples(task_run.samples(task), metric_names)
+            except (FileNotFoundError, AssertionError, json.JSONDecodeError):
+                pass
+            if stats is None:
+                stats = compliance_from_metrics(report.metrics, n_requests)
+            report.requests = stats["requests"] if stats else n_requests
+            if stats:
+                report.parsed, report.compliance = stats["parsed"], stats["compliance"]
+                report.failures = stats.get("failures", {})
+                report.typical_failure = stats.get("typical_failure")
+                report.compliance_source = stats["source"]
+        if shapes:
+            report.shapes = request_shapes(entry, limit).summary()
+        reports.append(report)
+    return reports
+
+
+# ------------------------------------------------------------------------------------------------ output
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(reports: Sequence[TaskReport], *, model: str, model_args: str | None) -> str:
+    lines = [
+        f"## check-model: `{model}`" + (f" (`{_cell(model_args)}`)" if model_args else ""),
+        "",
+        "| task | completed | format compliance | typical failure (count): example output | requests | images/req | videos/req | frames/video | frames/req | interleaved |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in reports:
+        s = r.shapes or {}
+        compliance = "n/a" if r.compliance is None else f"{r.compliance:.1f}% ({r.parsed}/{r.requests})"
+        if not r.completed:
+            failure = f"**run failed**: {_cell(r.error)}"
+        elif r.typical_failure:
+            t = r.typical_failure
+            failure = f"{_cell(t['parse_error'])} ({t['count']}): `{_cell(t['example_output'])}`"
+        else:
+            failure = "-"
+        interleaved = f"{s.get('interleaved_requests', 0)}/{s.get('requests', 0)}" if s else ""
+        lines.append(f"| {r.task} | {'yes' if r.completed else '**NO**'} | {compliance} | {failure} | {r.requests} | "
+                     f"{s.get('images', '')} | {s.get('videos', '')} | {s.get('frames_per_video', '')} | "
+                     f"{s.get('frames_per_request', '')} | {interleaved} |")
+    notes = []
+    for r in reports:
+        s = r.shapes or {}
+        if s.get("error"):
+            notes.append(f"- {r.task}: request shapes not computed: {_cell(s['error'])}")
+        for issue in s.get("issues", []):
+            notes.append(f"- {r.task}: {issue}")
+        if s.get("video_files"):
+            notes.append(f"- {r.task}: {s['video_files']} video(s) sent as file paths (the model class decodes them)")
+    done = sum(r.completed for r in reports)
+    lines += ["", f"{done}/{len(reports)} tasks completed. Compliance: share of requests whose reply the task's parser "
+              "could read (unreadable replies are scored wrong). Shapes: from the task's doc_to_messages on the same docs; "
+              "frames are PIL images in `{\"type\": \"video\", \"url\": [...]}`."]
+    if notes:
+        lines += ["", "Notes:", *notes]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="lmms-eval-plugins check-model",
+        description="Run every *_sample task of lmms-eval-plugins with a model and report, per task, whether it completed, "
+        "the share of replies the task's parser could read, the typical unreadable reply, and the request shapes.")
+    parser.add_argument("--model", required=True, help="lmms-eval model name (built-in, or registered via the lmms_eval.models entry point)")
+    parser.add_argument("--model_args", default=None, help="as for lmms-eval, e.g. pretrained=...,device=cpu,device_map=cpu")
+    parser.add_argument("--tasks", default=None, help="comma-separated sample tasks, sample groups or benchmark names (default: every *_sample task)")
+    parser.add_argument("--limit", type=int, default=None, help="at most this many docs per task")
+    parser.add_argument("--json", dest="json_out", default=None, metavar="OUT", help="also write the report as JSON")
+    parser.add_argument("--output_path", default=None, help="where lmms-eval writes its results (default: a temporary folder)")
+    parser.add_argument("--gen_kwargs", default=None, help="passed to lmms-eval, e.g. max_new_tokens=256")
+    parser.add_argument("--judge", choices=("offline", "llm"), default="offline",
+                        help="judge for judged tasks: offline (default, no endpoint needed) or llm (needs OPENAI_* settings)")
+    parser.add_argument("--no-shapes", action="store_true", help="skip computing request shapes")
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds per lmms-eval run")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+
+    tasks = select_tasks(args.tasks, task_index())
+    extra = ["--gen_kwargs", args.gen_kwargs] if args.gen_kwargs else []
+    env = {"LMMS_EVAL_PLUGINS_JUDGE": args.judge}  # "offline" or "llm", both understood by the judges
+    print(f"check-model: {len(tasks)} task(s) with --model {args.model}: {', '.join(tasks)}", file=sys.stderr)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="check-model-") as tmp:
+        output_dir = Path(args.output_path) if args.output_path else Path(tmp)
+        reports = check_model(model=args.model, model_args=args.model_args, tasks=tasks, limit=args.limit,
+                              output_dir=output_dir, extra_args=extra, env=env, timeout=args.timeout,
+                              shapes=not args.no_shapes)
+    print(markdown(reports, model=args.model, model_args=args.model_args))
+    ok = all(r.completed for r in reports)
+    if args.json_out:
+        payload = {"model": args.model, "model_args": args.model_args, "limit": args.limit, "all_completed": ok,
+                   "seconds": round(time.perf_counter() - start, 1), "tasks": [asdict(r) for r in reports]}
+        Path(args.json_out).write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
