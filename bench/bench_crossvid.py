@@ -24,18 +24,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
-from importlib.metadata import version
 from pathlib import Path
 
 import decord
 
 from lmms_eval_plugins import media
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: bench/ holds _timing
+from _timing import environment, measure  # noqa: E402
 from lmms_eval_plugins.testing.task_utils import load_task_utils
 from lmms_eval_plugins.testing.videos import make_video
 
@@ -88,29 +87,6 @@ def methods(cv, doc: dict) -> dict[str, Callable[[], object]]:
     }
 
 
-def measure(runs: dict[str, Callable[[], object]], reps: int) -> dict[str, dict[str, float]]:
-    for run in runs.values():  # warm-up: page cache, lazy imports
-        run()
-    samples: dict[str, dict[str, list[float]]] = {name: {"wall": [], "cpu": []} for name in runs}
-    for _ in range(reps):
-        for name, run in runs.items():
-            wall, cpu = time.perf_counter(), time.process_time()
-            run()
-            samples[name]["wall"].append(time.perf_counter() - wall)
-            samples[name]["cpu"].append(time.process_time() - cpu)
-    return {name: {kind: statistics.median(v) for kind, v in s.items()} for name, s in samples.items()}
-
-
-def environment() -> dict:
-    return {
-        "cpu_count": os.cpu_count(),
-        "machine": platform.machine(),
-        "load_avg_1m": round(os.getloadavg()[0], 2),
-        "python": platform.python_version(),
-        **{pkg: version(pkg) for pkg in ("decord", "pillow", "numpy")},
-    }
-
-
 def table(times: dict[str, dict[str, float]], frames: int) -> str:
     raw = {kind: min(t[kind] for name, t in times.items() if name.startswith("raw")) for kind in ("wall", "cpu")}
     lines = ["| method | wall s | frames/s | wall vs raw | CPU s | CPU vs raw |", "|---|---|---|---|---|---|"]
@@ -137,7 +113,7 @@ def main() -> int:
     times = measure(methods(cv, doc), args.reps)
     raw = {kind: min(t[kind] for name, t in times.items() if name.startswith("raw")) for kind in ("wall", "cpu")}
     ratios = {name: {kind: t[kind] / raw[kind] for kind in ("wall", "cpu")} for name, t in times.items()}
-    env = environment()
+    env = environment(("decord", "pillow", "numpy"))
     print(f"{N_VIDEOS} videos of {WIDTH}x{HEIGHT}, {FPS} fps, {args.seconds} s, mp4v; {args.frames} frames "
           f"({'+'.join(map(str, counts))}), output frames {sorted(sizes)}; median of {args.reps} runs")
     print("machine: " + ", ".join(f"{key}={value}" for key, value in env.items()))

@@ -20,13 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
-from importlib.metadata import version
 from pathlib import Path
 
 # qwen_vl_utils reads this once, at import time; without it, it prefers torchcodec when installed.
@@ -36,6 +32,9 @@ import decord
 from qwen_vl_utils import fetch_video
 
 from lmms_eval_plugins import media
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: bench/ holds _timing
+from _timing import environment, measure  # noqa: E402
 from lmms_eval_plugins.testing.videos import make_video
 
 SECONDS, FPS, WIDTH, HEIGHT = 120, 30, 854, 480
@@ -72,37 +71,6 @@ def methods(path: Path, k: int) -> dict[str, Callable[[], object]]:
     }
 
 
-def measure(path: Path, k: int, reps: int) -> dict[str, dict[str, float]]:
-    """Median wall-clock and CPU seconds (this process, all threads) per method.
-
-    CPU time is reported too because it hardly moves when other jobs share the machine; wall time does.
-    """
-    runs = methods(path, k)
-    for run in runs.values():  # warm-up: page cache, lazy imports, qwen's backend choice
-        run()
-    samples: dict[str, dict[str, list[float]]] = {name: {"wall": [], "cpu": []} for name in runs}
-    for _ in range(reps):
-        for name, run in runs.items():
-            wall, cpu = time.perf_counter(), time.process_time()
-            run()
-            samples[name]["wall"].append(time.perf_counter() - wall)
-            samples[name]["cpu"].append(time.process_time() - cpu)
-    return {name: {kind: statistics.median(v) for kind, v in s.items()} for name, s in samples.items()}
-
-
-def environment() -> dict:
-    return {
-        "cpu_count": os.cpu_count(),
-        "machine": platform.machine(),
-        "load_avg_1m": round(os.getloadavg()[0], 2),
-        "python": platform.python_version(),
-        **{
-            pkg: version(pkg)
-            for pkg in ("decord", "pillow", "numpy", "torch", "qwen-vl-utils", "opencv-python-headless")
-        },
-    }
-
-
 def table(results: dict[int, dict[str, dict[str, float]]]) -> str:
     lines = [
         "| K | method | wall s | frames/s | wall vs raw | CPU s | CPU vs raw | fetch_video wall / this |",
@@ -128,8 +96,8 @@ def main() -> None:
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     path = bench_video(args.workdir)
-    results = {k: measure(path, k, args.reps) for k in args.k}
-    env = environment()
+    results = {k: measure(methods(path, k), args.reps) for k in args.k}
+    env = environment(("decord", "pillow", "numpy", "torch", "qwen-vl-utils", "opencv-python-headless"))
     print(f"video: {WIDTH}x{HEIGHT}, {FPS} fps, {SECONDS} s, mp4v; median of {args.reps} runs")
     print("machine: " + ", ".join(f"{key}={value}" for key, value in env.items()))
     print()
