@@ -27,6 +27,7 @@ import math
 import os
 import random
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -334,6 +335,17 @@ class _Job:
     key: str
 
 
+def lmms_eval_output_path(argv: Sequence[str] | None = None) -> str | None:
+    """The ``--output_path`` folder of the lmms-eval command this process runs, if any."""
+    args = list(sys.argv if argv is None else argv)
+    for i, arg in enumerate(args):
+        if arg == "--output_path" and i + 1 < len(args):
+            return args[i + 1].rstrip("/") + "/"
+        if arg.startswith("--output_path="):
+            return arg.split("=", 1)[1].rstrip("/") + "/"
+    return None
+
+
 class JudgeRuntime:
     """Judges batches of items: cache first, then concurrent calls with retries.  Thread-safe."""
 
@@ -481,11 +493,12 @@ class JudgeRuntime:
         }
 
     def report_path(self, explicit: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Path:
-        """Where the accounting JSON goes: ``explicit``, else ``$LMMS_EVAL_PLUGINS_JUDGE_REPORT``, else
-        ``judge_report.json`` next to the cache.  A directory gets ``judge_report.json`` inside it.
+        """Where the accounting JSON goes: ``explicit``, else ``$LMMS_EVAL_PLUGINS_JUDGE_REPORT``, else the
+        ``--output_path`` of the running lmms-eval command (next to its results), else ``judge_report.json``
+        next to the cache.  A directory gets ``judge_report.json`` inside it.
         Ranks > 0 of a multi-process run write ``judge_report.rank<R>.json``."""
         env = _env(env)
-        raw = explicit or env.get(ENV_REPORT) or ""
+        raw = explicit or env.get(ENV_REPORT) or lmms_eval_output_path() or ""
         path = Path(raw).expanduser() if raw else self.cache_path.parent / "judge_report.json"
         if (raw and (str(raw).endswith(("/", os.sep)))) or path.is_dir():
             path = path / "judge_report.json"
