@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,9 @@ pytestmark = pytest.mark.cli
 
 
 def _lmms_eval(*args: str, env: dict[str, str] | None = None) -> str:
+    # outside the checkout: `python -m` puts the working directory first on sys.path
     completed = subprocess.run([sys.executable, "-m", "lmms_eval", *args], capture_output=True, text=True,
+                               cwd=tempfile.gettempdir(),
                                env={**os.environ, **OFFLINE_ENV, **(env or {})}, timeout=300)
     return completed.stdout + completed.stderr
 

@@ -71,9 +71,14 @@ def run_lmms_eval(*, tasks: Sequence[str] | str, model: str, output_dir: Path, m
                   env: Mapping[str, str] | None = None, log_samples: bool = True, include_path: str | None = None,
                   extra_args: Sequence[str] = (), timeout: float = 1800, stream: bool = False,
                   launcher: Sequence[str] | None = None) -> RunResult:
-    """Run lmms-eval once; ``launcher`` replaces ``python -m lmms_eval``'s interpreter prefix (e.g. accelerate)."""
-    output_dir = Path(output_dir)
+    """Run lmms-eval once; ``launcher`` replaces ``python -m lmms_eval``'s interpreter prefix (e.g. accelerate).
+
+    It runs in ``output_dir``: ``python -m`` puts the working directory first on ``sys.path``, and a source
+    checkout there would shadow the installed package.
+    """
+    output_dir = Path(output_dir).resolve()
     output_dir.mkdir(parents=True, exist_ok=True)
+    include_path = str(Path(include_path).resolve()) if include_path else None
     command = lmms_eval_command(tasks=tasks, model=model, model_args=model_args, output_dir=output_dir,
                                 log_samples=log_samples, include_path=include_path, extra_args=extra_args)
     if launcher:
@@ -81,10 +86,10 @@ def run_lmms_eval(*, tasks: Sequence[str] | str, model: str, output_dir: Path, m
     full_env = {**os.environ, **OFFLINE_ENV, **(env or {})}
     before = latest_results(output_dir)
     if stream:
-        completed = subprocess.run(command, env=full_env, timeout=timeout)
+        completed = subprocess.run(command, env=full_env, timeout=timeout, cwd=output_dir)
         output = ""
     else:
-        completed = subprocess.run(command, env=full_env, timeout=timeout, stdout=subprocess.PIPE,
+        completed = subprocess.run(command, env=full_env, timeout=timeout, cwd=output_dir, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True)
         output = completed.stdout
     after = latest_results(output_dir)
