@@ -211,17 +211,17 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     records = []
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise DataError(f"cannot read: {exc}", path=str(path), fix="check the data folder layout") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read: {exc}", path=str(path), fix="check the file exists and is UTF-8 text") from exc
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DataError(f"invalid JSON on line {number}: {exc}", path=str(path), fix="one JSON object per line") from exc
+            raise DataError(f"line {number}: invalid JSON ({exc.msg})", path=str(path), fix="one JSON object per line") from exc
         if not isinstance(record, dict):
-            raise DataError(f"line {number} is not a JSON object", path=str(path), fix="one JSON object per line")
+            raise DataError(f"line {number}: not a JSON object", path=str(path), fix="one JSON object per line")
         records.append(record)
     return records
 

@@ -32,6 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from lmms_eval_plugins.data import read_jsonl
+from lmms_eval_plugins.errors import DataError
+
 BENCHMARKS: dict[str, str] = {
     "errorradar": "ErrorRadar",
     "mmerror": "MMErroR",
@@ -97,21 +100,11 @@ def _read_samples(path: Path, notes: list[str]) -> list[dict[str, Any]] | None:
     if not path.is_file():
         notes.append(f"no logged samples {path} (run lmms-eval with --log_samples): plots that need them are left out")
         return None
-    samples = []
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                notes.append(f"malformed samples file {path}, line {number}: {exc.msg}: plots that need it are left out")
-                return None
-            if not isinstance(value, dict):
-                notes.append(f"malformed samples file {path}, line {number}: not a JSON object: plots that need it are left out")
-                return None
-            samples.append(value)
-    return samples
+    try:
+        return read_jsonl(path)
+    except DataError as exc:  # a broken samples file costs its plots, not the report
+        notes.append(f"malformed samples file {path}, {exc.problem}: plots that need it are left out")
+        return None
 
 
 def _strip_filter(name: str) -> tuple[str, str]:
