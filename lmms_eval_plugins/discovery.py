@@ -16,6 +16,8 @@ table. The same entry point therefore wraps ``lmms_eval.utils.make_table`` (boun
 ``__main__`` only after the model registry loads) so the console shows ``{6 entries, see results
 JSON}`` for a dict or list value. Only the display changes; ``LMMS_EVAL_PLUGINS_FULL_TABLE=1`` turns
 this off.
+
+It also installs :mod:`lmms_eval_plugins.lmms_eval_fixes` (frames sent by the API chat classes).
 """
 
 from __future__ import annotations
@@ -110,4 +112,7 @@ def register() -> list[Any]:
     """Entry point of the ``lmms_eval.models`` group: our models, plus the task-folder and table hooks."""
     install_task_hook()
     install_table_hook()
+    from lmms_eval_plugins import lmms_eval_fixes
+
+    lmms_eval_fixes.install()
     return _model_manifests()

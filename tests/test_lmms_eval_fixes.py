@@ -1,0 +1,110 @@
+"""The plugin-side workarounds for lmms-eval's frame conversion (lmms_eval_plugins/lmms_eval_fixes.py)."""
+
+from __future__ import annotations
+
+import base64
+import gc
+import io
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from lmms_eval_plugins import lmms_eval_fixes
+
+
+def grey(value: int, size: int = 56) -> Image.Image:
+    return Image.fromarray(np.full((size, size, 3), value, np.uint8))
+
+
+def test_content_key_tells_pictures_apart_and_ignores_identity():
+    assert lmms_eval_fixes.content_key(grey(10)) == lmms_eval_fixes.content_key(grey(10))
+    assert lmms_eval_fixes.content_key(grey(10)) != lmms_eval_fixes.content_key(grey(20))
+    assert lmms_eval_fixes.content_key(grey(10, 56)) != lmms_eval_fixes.content_key(grey(10, 28))
+    assert lmms_eval_fixes.content_key("/some/path.png") is None
+
+
+def test_encoder_cache_hits_only_for_the_same_picture():
+    calls = []
+
+    def original(image, *, image_format="PNG", convert_rgb=False, quality=None, copy_if_pil=False, cache=None,
+                 use_path_cache=True):
+        calls.append(cache)
+        return f"path:{image}" if isinstance(image, str) else f"enc{np.asarray(image)[0, 0, 0]}"
+
+    encode = lmms_eval_fixes.content_keyed_encoder(original)
+    cache: dict = {}
+    # Temporaries freed right after encoding: the id-keyed cache returned the first one's encoding here.
+    got = [encode(grey(v), image_format="PNG", cache=cache) for v in (1, 2, 3, 2)]
+    assert got == ["enc1", "enc2", "enc3", "enc2"]
+    assert len(calls) == 3 and all(c is None for c in calls)  # the repeat came from the content-keyed cache
+    assert encode("/a/path.png", cache=cache) == "path:/a/path.png"
+    assert calls[-1] is cache  # paths go to the original with its own (path-keyed) cache
+    assert lmms_eval_fixes.content_keyed_encoder(encode) is encode  # idempotent
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"return_video_sample_fps": True}, {"return_video_metadata": True},
+                                    {"return_video_sample_fps": True, "return_video_metadata": True}])
+def test_fetch_video_padding_is_trimmed_for_frame_lists_in_every_return_shape(kwargs):
+    def padded_fetch(ele, **kw):  # what qwen_vl_utils does: pad 5 frames to 6
+        n = len(ele["video"]) + len(ele["video"]) % 2
+        video = torch.zeros(n, 3, 4, 4)
+        out = (video, {"fps": 2.0, "frames_indices": list(range(n))}) if kw.get("return_video_metadata") else video
+        return (out, 2.0) if kw.get("return_video_sample_fps") else out
+
+    fetch = lmms_eval_fixes.unpadded_fetch_video(padded_fetch)
+    out = fetch({"video": [grey(i) for i in range(5)]}, **kwargs)
+    if kwargs.get("return_video_sample_fps"):
+        out, fps = out
+        assert fps == 2.0
+    if kwargs.get("return_video_metadata"):
+        out, metadata = out
+        assert metadata["frames_indices"] == [0, 1, 2, 3, 4]
+    assert len(out) == 5
+
+
+def test_fetch_video_leaves_paths_alone():
+    fetch = lmms_eval_fixes.unpadded_fetch_video(lambda ele, **kw: torch.zeros(6, 3, 4, 4))
+    assert len(fetch({"video": "/a/video.mp4"})) == 6
+
+
+def _arrived(messages) -> list[int]:
+    def value(item):
+        data = base64.b64decode(item["image_url"]["url"].split(",", 1)[1])
+        return round(float(np.asarray(Image.open(io.BytesIO(data)))[0, 0, 0]) / 10)
+
+    return [value(c) for c in messages[0]["content"] if c["type"] == "image_url"]
+
+
+def test_lmms_eval_sends_every_frame_once_in_order_after_install():
+    from lmms_eval.protocol import ChatMessages
+
+    assert lmms_eval_fixes.install()
+    frames = [grey(10 * i) for i in range(15)]  # odd count: fetch_video would pad it to 16
+    chat = ChatMessages(messages=[{"role": "user", "content": [{"type": "video", "url": frames},
+                                                                {"type": "text", "text": "?"}]}])
+    for _ in range(5):  # the id reuse depends on the allocator: try several times
+        assert _arrived(chat.to_openai_messages(video_kwargs={"nframes": 15})) == list(range(15))
+        gc.collect()
+
+
+def test_response_cache_neither_stores_nor_serves_failed_requests():
+    from lmms_eval.caching.response_cache import ResponseCache
+
+    lmms_eval_fixes.install()
+    failed = "[LMMS_EVAL_REQUEST_FAILED after 5 retries] Connection error."
+    assert not ResponseCache._is_valid_response(failed, "generate_until")
+    assert not ResponseCache._is_valid_response("[LMMS_EVAL_BUDGET_EXCEEDED]", "generate_until")
+    assert ResponseCache._is_valid_response("Error Step: Step 2", "generate_until")
+    assert not ResponseCache._is_valid_response("", "generate_until")  # lmms-eval's own rule still applies
+
+    class Stored:  # a cache whose rows were written before the fix
+        rows = {"a": failed, "b": "B"}
+
+        def _lookup(self, key):
+            return self.rows.get(key)
+
+    lmms_eval_fixes.failure_rejecting_cache(Stored)
+    lmms_eval_fixes.failure_rejecting_cache(Stored)  # idempotent
+    assert Stored()._lookup("a") is None and Stored()._lookup("b") == "B" and Stored()._lookup("c") is None
