@@ -321,6 +321,7 @@ def _is_count(value: Any) -> bool:
 
 
 COUNT_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("unscored", "unscored"),  # failed model requests: the metrics they touch are N/A (lmms_eval_plugins/outcome.py)
     ("parse_fail", "unparseable"),
     ("judge_errors", "judge errors"),
     ("judge_error", "judge errors"),
@@ -335,7 +336,7 @@ def _count_what(name: str, pattern: str, what: str) -> str:
 
 
 def counts_of(metrics: Mapping[str, Any]) -> list[tuple[str, str, int]]:
-    """(metric, what, count) for every count metric: parse failures (``parse_fail``,
+    """(metric, what, count) for every count metric: unscored samples, parse failures (``parse_fail``,
     ``step_parse_fail``, or a dict of counts per output part), judge errors, skipped records,
     incomplete items."""
     out = []

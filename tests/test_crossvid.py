@@ -225,7 +225,15 @@ def test_group_yaml_averages_the_subgroups_unweighted():
                          "crossvid_temporal": ["crossvid_pi", "crossvid_fsa", "crossvid_pss"],
                          "crossvid_multiview": ["crossvid_msr", "crossvid_moc"]}
     for agg in [config, *[g for g in config["task"] if isinstance(g, dict)]]:
-        assert agg["aggregate_metric_list"] == [{"metric": "score", "aggregation": "mean", "weight_by_size": False}]
+        # `aggregation` is `!function utils.group_mean` (a tag the loader above reads as None)
+        assert agg["aggregate_metric_list"] == [{"metric": "score", "aggregation": None, "weight_by_size": False}]
+    text = (cv.SAMPLE_DIR.parent / "crossvid.yaml").read_text()
+    assert text.count("aggregation: !function utils.group_mean") == 4
+    # lmms-eval calls it as its own mean: (scores, sizes, weight_by_size); unweighted here
+    assert cv.group_mean([50.0, 20.0, 80.0], [10, 1, 1], False) == 50.0
+    assert cv.group_mean([50.0, 20.0, 80.0], [10, 1, 1], True) == (500 + 20 + 80) / 12
+    assert cv.group_mean([50.0, None, 80.0], [1, 1, 1], False) is None  # a task with unscored samples
+    assert cv.group_mean([2, 0, 3], [10, 1, 1], False) == 5  # `unscored` contains "score": counts are summed
 
 
 # ----------------------------------------------------------------------------------------------- frame budgets

@@ -28,7 +28,7 @@ from lmms_eval_plugins.task_list import task_names
 from lmms_eval_plugins.testing.cli_run import OFFLINE_ENV, run_lmms_eval
 
 REPO = Path(__file__).resolve().parents[1]
-ER_MODULES = {"data", "errors", "media", "metrics", "parsing", "tasking"}
+ER_MODULES = {"data", "errors", "media", "metrics", "outcome", "parsing", "tasking"}
 
 # Run in a subprocess: import hooks that make `lmms_eval_plugins` unimportable, as on a machine with
 # stock lmms-eval only. Entry points of our judge group are hidden too (no installed metadata there).

@@ -47,6 +47,7 @@ from lmms_eval_plugins.media import (
     video_info,
 )
 from lmms_eval_plugins.metrics import accuracy
+from lmms_eval_plugins.outcome import count_unscored, guard_aggregations, with_unscored
 from lmms_eval_plugins.parsing import parse_option_letter, strip_reasoning
 from lmms_eval_plugins.replay import (
     CAUSAL_AFTER_CAUSAL,
@@ -403,7 +404,7 @@ def process_results(doc, results):
     # The chain rides on one metric's item only, so each logged sample holds it once.
     out["videos"] = {**item, "chain": attachment["result"] if attachment else None,
                      "chain_on": attachment["result_on"] if attachment else None}
-    return out
+    return with_unscored(out, [text])
 
 
 # ----------------------------------------------------------------------------------------------- aggregation
@@ -486,3 +487,8 @@ def agg_by_category(items):
     for item in items:
         groups.setdefault(item["category"] or "(none)", []).append(item)
     return {category: summarize(groups[category]) for category in sorted(groups)}
+
+
+# A failed model request is unscored, not wrong (lmms_eval_plugins/outcome.py): every metric is null then.
+agg_unscored = count_unscored
+guard_aggregations(globals())

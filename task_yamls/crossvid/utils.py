@@ -55,6 +55,7 @@ from lmms_eval_plugins.media import (
 )
 from lmms_eval_plugins.messages import FrameGroup, flat_frames, frame_legend, interleaved_messages
 from lmms_eval_plugins.metrics import interval_iou
+from lmms_eval_plugins.outcome import count_unscored, group_mean, guard_aggregations, with_unscored  # noqa: F401 (group_mean: the group YAMLs' null-safe mean)
 from lmms_eval_plugins.parsing import parse_interval, parse_letter_set, parse_option_letter, parse_order, strip_reasoning
 from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD
 
@@ -903,8 +904,9 @@ CCQA_METRICS = ("score", "score_strict", "per_question_mean", "judge_errors", "s
 
 
 def process_results(doc, results):
-    item = score_response(doc, results[0] if results else "")
-    return {m: item for m in (FSA_METRICS if item["task"] == "FSA" else METRICS)}
+    response = results[0] if results else ""
+    item = score_response(doc, response)
+    return with_unscored(dict.fromkeys(FSA_METRICS if item["task"] == "FSA" else METRICS, item), [response])
 
 
 def _mean_percent(values: Sequence[float]) -> float:
@@ -941,9 +943,9 @@ def judge_item(response: str, doc: Mapping[str, Any]) -> JudgeItem:
 
 
 def process_results_ccqa(doc, results):
-    _text, outcome = judged_parts(results)
+    text, outcome = judged_parts(results)
     item = {"id": doc["id"], "task": "CCQA", "judge": outcome.to_dict(), "n_skipped": int(doc.get("n_skipped") or 0)}
-    return {m: item for m in CCQA_METRICS}
+    return with_unscored(dict.fromkeys(CCQA_METRICS, item), [text])
 
 
 def _checked_outcomes(items: Sequence[Mapping[str, Any]], metric: str) -> list[Any]:
@@ -965,3 +967,8 @@ def agg_ccqa_per_question_mean(items):
 
 def agg_judge_errors(items):
     return judged_mean([i["judge"] for i in items]).n_errors
+
+
+# A failed model request is unscored, not wrong (lmms_eval_plugins/outcome.py): every metric is null then.
+agg_unscored = count_unscored
+guard_aggregations(globals())

@@ -28,6 +28,7 @@ from lmms_eval_plugins.data import (
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.media import load_image
 from lmms_eval_plugins.metrics import accuracy, breakdown, confusion_matrix, distribution, macro_prf, per_class_prf
+from lmms_eval_plugins.outcome import count_unscored, guard_aggregations, with_unscored
 from lmms_eval_plugins.parsing import match_category, parse_step, strip_reasoning
 from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD, round_mean_std, with_rounds
 
@@ -302,13 +303,13 @@ def score_category(doc: Mapping[str, Any], response: str) -> dict[str, Any]:
 
 
 def process_results_step(doc, results):
-    item = score_step(doc, results[0] if results else "")
-    return {metric: item for metric in STEP_METRICS}
+    response = results[0] if results else ""
+    return with_unscored(dict.fromkeys(STEP_METRICS, score_step(doc, response)), [response])
 
 
 def process_results_cate(doc, results):
-    item = score_category(doc, results[0] if results else "")
-    return {metric: item for metric in CATE_METRICS}
+    response = results[0] if results else ""
+    return with_unscored(dict.fromkeys(CATE_METRICS, score_category(doc, response)), [response])
 
 
 def _accuracy(items: Sequence[Mapping[str, Any]]) -> float:
@@ -367,3 +368,8 @@ def agg_cate_pred_distribution(items):
 
 def agg_cate_confusion(items):
     return confusion_matrix([i["gold"] for i in items], [i["pred"] for i in items], CATEGORIES)
+
+
+# A failed model request is unscored, not wrong (lmms_eval_plugins/outcome.py): every metric is null then.
+agg_unscored = count_unscored
+guard_aggregations(globals())

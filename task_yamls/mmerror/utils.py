@@ -29,6 +29,7 @@ from lmms_eval_plugins.data import (
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.media import load_image
 from lmms_eval_plugins.metrics import accuracy, breakdown, confusion_matrix, distribution, macro_over_groups
+from lmms_eval_plugins.outcome import count_unscored, guard_aggregations, with_unscored
 from lmms_eval_plugins.parsing import Parsed, clean_markup, match_category, parse_option_letter, strip_reasoning
 from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD
 
@@ -392,13 +393,13 @@ def score_epd_stage(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
 
 
 def process_results_etc(doc, results):
-    item = score_etc(doc, results[0] if results else "")
-    return {metric: item for metric in ETC_METRICS}
+    response = results[0] if results else ""
+    return with_unscored(dict.fromkeys(ETC_METRICS, score_etc(doc, response)), [response])
 
 
 def process_results_epd(doc, results):
-    item = score_epd_stage(doc, results[0] if results else "")
-    return {metric: item for metric in EPD_METRICS}
+    response = results[0] if results else ""
+    return with_unscored(dict.fromkeys(EPD_METRICS, score_epd_stage(doc, response)), [response])
 
 
 def replay_epd(items: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], int]:
@@ -511,3 +512,8 @@ def agg_false_alarm_rate(items):
 def agg_presence_parse_fail(items):
     """EPD: number of samples whose stage-1 answer could not be parsed."""
     return sum(1 for o in _outcomes(items) if o["presence"] is None)
+
+
+# A failed model request is unscored, not wrong (lmms_eval_plugins/outcome.py): every metric is null then.
+agg_unscored = count_unscored
+guard_aggregations(globals())

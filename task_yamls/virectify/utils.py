@@ -41,6 +41,7 @@ from lmms_eval_plugins.errors import DataError
 from lmms_eval_plugins.judges import JudgeFilter, JudgeItem, JudgeOutcome, aggregate_judged, judged_mean, judged_parts  # noqa: F401
 from lmms_eval_plugins.media import as_video_content, frame_plan, sample_video, video_info
 from lmms_eval_plugins.metrics import accuracy, jaccard, merge_intervals, union_iou
+from lmms_eval_plugins.outcome import count_unscored, guard_aggregations, with_unscored
 from lmms_eval_plugins.parsing import extract_boxed, extract_tag, parse_intervals, strip_reasoning
 from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD
 
@@ -840,7 +841,7 @@ def process_results(doc, results):
     item["acc_r"] = judged_value(outcome)
     out = {metric: item for metric in METRICS}
     out["format_rate"] = {**item, "parsed": shown}  # the logged sample shows what was read once
-    return out
+    return with_unscored(out, [text])
 
 
 def process_results_reflect(doc, results):
@@ -849,7 +850,7 @@ def process_results_reflect(doc, results):
     item = {"id": doc["id"], "hint_kind": doc["hint_kind"], "hint_source": doc["hint_source"], "domain": doc["domain"],
             "answer": answer, "missing": {} if answer is not None else {"answer": "no \\boxed{} answer"},
             "judge": outcome.to_dict(), "acc_r": judged_value(outcome)}
-    return {metric: item for metric in REFLECT_METRICS}
+    return with_unscored(dict.fromkeys(REFLECT_METRICS, item), [text])
 
 
 def judged_value(outcome: JudgeOutcome) -> float | None:
@@ -949,3 +950,8 @@ agg_acc_r_rationale = _acc_r_of("rationale")
 
 def agg_answer_parse_fail(items):
     return sum(1 for i in items if i["answer"] is None)
+
+
+# A failed model request is unscored, not wrong (lmms_eval_plugins/outcome.py): every metric is null then.
+agg_unscored = count_unscored
+guard_aggregations(globals())

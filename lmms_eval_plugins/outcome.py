@@ -1,0 +1,129 @@
+"""Unscored samples: a request that failed is kept apart from a wrong answer.
+
+lmms-eval's API model classes (``openai``, ``async_openai``, ...) do not raise when a request fails
+after their retries: they return a marker text such as ``[LMMS_EVAL_REQUEST_FAILED after 5 retries]
+Connection error.`` (or ``[LMMS_EVAL_BUDGET_EXCEEDED]`` when the usage budget stopped the run). Our
+parsers would read such a text as an unparseable answer and score it wrong. Instead a sample with
+such a reply is *unscored*: every metric that needs it is ``null`` in the results JSON and the task's
+``unscored`` metric counts the samples; the logged sample carries the reason.
+
+Per-sample items and aggregations carry the mark the same way in every benchmark:
+- :func:`mark_unscored` tags the per-sample items ``process_results`` returns;
+- :func:`guard` wraps an aggregation so it returns ``None`` when any item is unscored;
+- :func:`count_unscored` is the aggregation of the ``unscored`` metric;
+- :func:`group_mean` replaces lmms-eval's group ``mean``, which would raise on a ``null`` subtask score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import wraps
+from typing import Any, TypeVar
+
+UNSCORED_FIELD = "unscored"
+UNSCORED_METRIC = "unscored"
+REQUEST_FAILED = "model request failed"
+BUDGET_EXCEEDED = "model request not sent: usage budget exceeded"
+
+# lmms-eval 0.7.3's failure markers (models/chat/openai.py, models/simple/openai.py, usage_metrics.py).
+_FAILURE_MARKERS = (
+    ("[LMMS_EVAL_REQUEST_FAILED", REQUEST_FAILED),
+    ("[LMMS_EVAL_BUDGET_EXCEEDED]", BUDGET_EXCEEDED),
+)
+
+T = TypeVar("T")
+
+
+def request_failure(response: Any) -> str | None:
+    """Why a model reply is not an answer (``"model request failed"``...), or None for a real reply."""
+    if not isinstance(response, str):
+        return None
+    head = response.lstrip()[:64]
+    for marker, reason in _FAILURE_MARKERS:
+        if head.startswith(marker):
+            return reason
+    return None
+
+
+def first_failure(responses: Iterable[Any]) -> str | None:
+    """The failure reason of the first failed reply among ``responses`` (nested lists included)."""
+    for response in responses:
+        reason = first_failure(response) if isinstance(response, (list, tuple)) else request_failure(response)
+        if reason:
+            return reason
+    return None
+
+
+def is_unscored(item: Any) -> bool:
+    return isinstance(item, Mapping) and bool(item.get(UNSCORED_FIELD))
+
+
+def unscored_reason(item: Any) -> str | None:
+    return str(item[UNSCORED_FIELD]) if is_unscored(item) else None
+
+
+def mark_unscored(per_metric: Mapping[str, Any], reason: str) -> dict[str, Any]:
+    """``process_results``' output with every item marked unscored (the parsed fields stay, for the logs)."""
+    marked: dict[str, Any] = {}
+    cache: dict[int, Any] = {}  # one marked copy per shared item object
+    for metric, item in per_metric.items():
+        if id(item) not in cache:
+            cache[id(item)] = {**item, UNSCORED_FIELD: reason} if isinstance(item, Mapping) else {"value": item, UNSCORED_FIELD: reason}
+        marked[metric] = cache[id(item)]
+    return marked
+
+
+def with_unscored(per_metric: Mapping[str, Any], responses: Sequence[Any]) -> dict[str, Any]:
+    """``process_results``' output plus the ``unscored`` item; every item marked when a request failed."""
+    reason = first_failure(responses)
+    out = mark_unscored(per_metric, reason) if reason else dict(per_metric)
+    out[UNSCORED_METRIC] = {UNSCORED_FIELD: reason}
+    return out
+
+
+def guard(aggregation: Callable[[Sequence[Any]], T]) -> Callable[[Sequence[Any]], T | None]:
+    """An aggregation that is ``None`` (JSON null) when any of its items is unscored."""
+    if getattr(aggregation, "_unscored_guard", False):
+        return aggregation
+
+    @wraps(aggregation)
+    def guarded(items: Sequence[Any]) -> T | None:
+        if any(is_unscored(item) for item in items):
+            return None
+        return aggregation(items)
+
+    guarded._unscored_guard = True  # type: ignore[attr-defined]
+    return guarded
+
+
+def count_unscored(items: Sequence[Any]) -> int:
+    """Aggregation of the ``unscored`` metric: how many samples could not be scored."""
+    return sum(1 for item in items if is_unscored(item))
+
+
+count_unscored._unscored_guard = True  # type: ignore[attr-defined]  # the one aggregation that counts them
+
+
+def guard_aggregations(namespace: dict[str, Any], prefix: str = "agg_") -> None:
+    """:func:`guard` every aggregation (``agg_*``) of a task module, in place: a task's hooks call this
+    once, after their aggregations are defined, so no metric is ever computed over an unscored sample."""
+    for name, value in list(namespace.items()):
+        if name.startswith(prefix) and callable(value):
+            namespace[name] = guard(value)
+
+
+def group_mean(metrics: Sequence[float | int | None], sizes: Sequence[int], weight_by_size: bool = True) -> float | int | None:
+    """lmms-eval's group ``mean`` of subtask scores, made safe for unscored samples.
+
+    lmms-eval applies a group's ``aggregate_metric_list`` entry to every metric whose name *contains*
+    the entry's name, so ``score`` also reaches ``score_strict`` and the ``unscored`` count. A score is
+    averaged exactly as lmms-eval's ``mean`` does; a count (every subtask value an ``int``) is summed;
+    ``None`` when a subtask's value is ``None`` (lmms-eval's own mean would raise and end the run).
+    """
+    if any(m is None for m in metrics):
+        return None
+    if metrics and all(isinstance(m, int) and not isinstance(m, bool) for m in metrics):
+        return sum(metrics)
+    weights = list(sizes) if weight_by_size else [1] * len(metrics)
+    total = sum(weights)
+    return sum(m * w for m, w in zip(metrics, weights)) / total if total else None
