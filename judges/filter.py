@@ -33,6 +33,8 @@ from typing import Any
 from lmms_eval.api.filter import Filter
 from loguru import logger
 
+from lmms_eval_plugins.outcome import request_failure
+
 from .base import (
     JudgeConfigError,
     JudgeErrorRateExceeded,
@@ -44,6 +46,7 @@ from .registry import load_judge_class, offline_selected, resolve_judge_name
 from .runtime import (
     ENV_MAX_ERROR_RATE,
     RuntimeSettings,
+    announce_judge,
     get_runtime,
     max_error_rate_from_env,
     resolve_endpoint,
@@ -139,6 +142,7 @@ class JudgeFilter(Filter):
         self.cache_path = str(runtime.cache_path)
         if self.judge.offline:
             self.endpoint, self.model = None, None
+            announce_judge(self.judge.name, self.judge.version, None, None)
             logger.warning(
                 f"judge: using the OFFLINE judge {self.judge_name!r} for {judge!r} — {self.judge.fidelity}. "
                 "Scores are not comparable with LLM-judged results."
@@ -150,10 +154,9 @@ class JudgeFilter(Filter):
                 runtime.cache.check_writable()
             except OSError as exc:
                 raise JudgeConfigError(f"{exc}. Set LMMS_EVAL_PLUGINS_JUDGE_CACHE to a writable file path.") from exc
-            logger.info(
-                f"judge: {self.judge_name}@{self.judge.version} with model {self.model} at {self.endpoint.display}; "
-                f"cache {runtime.cache_path}; concurrency {self.settings.concurrency}"
-            )
+            # where the judge traffic goes: once per process per judge, model and endpoint, before inference
+            announce_judge(self.judge.name, self.judge.version, self.model, self.endpoint)
+            logger.debug(f"judge: {self.judge_name} cache {runtime.cache_path}; concurrency {self.settings.concurrency}")
 
     # lmms-eval calls this once per task with all responses
     @property
@@ -171,6 +174,9 @@ class JudgeFilter(Filter):
             for text in texts if self.judge_all else texts[:1]:
                 slot = len(slots)
                 slots.append((pos, text))
+                if request_failure(text):  # the task leaves it unscored: no judge call for a failed request
+                    items.append(None)
+                    continue
                 try:
                     item = self.item_fn(text, doc)
                     if isinstance(item, Mapping):

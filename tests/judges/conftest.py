@@ -15,7 +15,7 @@ from lmms_eval_plugins.judges.runtime import RuntimeSettings, reset_runtimes
 
 API_KEY = TEST_API_KEY
 
-_JUDGE_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_URL")
+_JUDGE_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_URL", "OPENAI_API_BASE")
 
 
 @pytest.fixture(autouse=True)

@@ -99,8 +99,16 @@ def test_judged_task_end_to_end(tmp_path, server, monkeypatch):
 
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", TEST_API_KEY)
+    # lmms-eval's model classes' variable, pointing elsewhere: the judge does not read it
+    monkeypatch.setenv("OPENAI_API_BASE", "http://127.0.0.1:9/v1")
     run = run_lmms_eval(tasks=TASK, model="oracle", output_dir=out, include_path=str(task_dir), timeout=600)
     assert run.results_path is not None, run.output[-12000:]
+    # one line on the console says where the judge goes (host only), before inference starts
+    host = server.base_url.removesuffix("/v1")
+    announced = f"lmms-eval-plugins judge: semantic_match v1 -> model gpt-4o at {host} (from OPENAI_BASE_URL)"
+    assert run.output.count(announced) == 1, run.output[-12000:]
+    assert run.output.index(announced) < run.output.index("Running generate_until requests")
+    assert TEST_API_KEY not in run.output
     metrics = run.results["results"][TASK]
     assert metrics["acc_r,none"] == pytest.approx(EXPECTED)
     assert metrics["judge_errors,none"] == 0

@@ -233,3 +233,14 @@ def test_error_rate_threshold_in_aggregation(endpoint_env, monkeypatch):
     value = aggregate_judged([o.to_dict() for o in outcomes], metric="acc_r")
     assert value == pytest.approx(100 * 3 / 6)  # odd docs answer A: 1, 3, 7 judged right; 5 errored
     assert check_error_rate(2, 8) == 0.25
+
+
+def test_a_failed_model_request_is_never_sent_to_the_judge(endpoint_env):
+    server = endpoint_env
+    failed = "[LMMS_EVAL_REQUEST_FAILED after 5 retries] Connection error."
+    insts = instances(range(2), [failed, "A"])  # "A" is document 1's answer
+    ensemble().apply(insts, DOCS)
+    first, second = (judged_parts(i.filtered_resps["none"]) for i in insts)
+    assert first[0] == failed and first[1].verdict is None and first[1].error is None  # kept; the task leaves it unscored
+    assert second[1].verdict == 1.0
+    assert server.n_requests == 1
