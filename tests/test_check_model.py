@@ -145,3 +145,226 @@ def test_a_failing_task_is_isolated_and_named(tmp_path, isolated_env, monkeypatc
     assert not failed.completed and failed.error.startswith("DataError:") and "holds no 'errorradar' folder" in failed.error
     assert ok.completed and ok.compliance == 100.0 and ok.requests == 2
     assert "**run failed**: DataError" in cm.markdown(reports, model="oracle", model_args=None)
+
+
+# ------------------------------------------------------------------------------------------------ what was sent
+
+
+def test_observe_plan_proxies_api_classes_only(monkeypatch):
+    args = "model_version=m,base_url=http://h:1/v1/,api_key=sk-1,max_retries=1"
+    plan = cm.observe_plan("openai", args, {})
+    assert (plan.upstream, plan.via) == ("http://h:1/v1", "base_url")
+    assert cm.replace_model_arg(args, "base_url", "http://127.0.0.1:9/v1") == \
+        "model_version=m,base_url=http://127.0.0.1:9/v1,api_key=sk-1,max_retries=1"
+    assert cm.observe_plan("my_api_class", "base_url=http://x/v1", {}).upstream == "http://x/v1"  # any class given base_url
+    # without base_url the class falls back to OPENAI_API_BASE, then the client's OPENAI_BASE_URL, then api.openai.com
+    assert cm.observe_plan("openai", "model_version=m", {"OPENAI_API_BASE": "http://a/v1", "OPENAI_BASE_URL": "http://b/v1"}).upstream == "http://a/v1"
+    assert cm.observe_plan("openai", None, {"OPENAI_BASE_URL": "http://b/v1"}).via == "OPENAI_API_BASE"
+    assert cm.observe_plan("openai", None, {}).upstream == "https://api.openai.com/v1"
+    for model, model_args in [("qwen2_5_vl", "pretrained=x"), ("openai", "azure_openai=True"), ("litellm", "model=anthropic/c")]:
+        plan = cm.observe_plan(model, model_args, {})
+        assert plan.upstream is None and plan.reason.startswith("not observable"), model
+    assert cm.display_model_args(args) == "model_version=m,base_url=http://h:1/v1/,api_key=***,max_retries=1"
+
+
+def _record(n, items, texts, *, body=None, status=200):
+    from lmms_eval_plugins.recording_proxy import Record, text_signature
+
+    chat = {"model": "m", "signature": text_signature(texts), "items": items}
+    return Record(n=n, label="all", method="POST", path="/v1/chat/completions", body_bytes=1,
+                  body_sha256=body or f"body-{n}", status=status, chat=chat)
+
+
+def test_sent_bodies_compared_with_intended_shapes():
+    messages = [{"role": "user", "content": [
+        {"type": "text", "text": "Video 1:"}, {"type": "video", "url": frames(4, (160, 120))},
+        {"type": "text", "text": "Video 2:"}, {"type": "video", "url": frames(5, (160, 120))},
+        {"type": "text", "text": "Q"}]}]
+    intent = cm.doc_intent(messages, 0)
+    image_intent = cm.doc_intent([{"role": "user", "content": [{"type": "image", "url": Image.new("RGB", (20, 10))},
+                                                               {"type": "text", "text": "Q2"}]}], 1)
+    big = [336, 252]
+    sent = ["text", *[big] * 4, "text", *[big] * 6, "text"]  # fetch_video: resized, the odd count padded
+    records = [_record(0, sent, ["Video 1:", "Video 2:", "Q"]),
+               _record(1, sent, ["Video 1:", "Video 2:", "Q"], body="body-0", status=502),  # a retry of the same body
+               _record(2, [[20, 10], "text"], ["Q2"]),
+               _record(3, ["text"], ["something else"])]
+    observed = cm.observed_summary(records, [intent, image_intent], endpoint="http://x/v1")
+    assert (observed["requests"], observed["distinct_requests"], observed["error_replies"]) == (4, 3, 1)
+    assert observed["images_per_request"] == "0-10" and observed["frames_per_video"] == "4-6"
+    assert observed["image_sizes"] == {"336x252": 10, "20x10": 1}
+    assert observed["differences"] == ["frames resized 160x120 -> 336x252 (doc 0)",
+                                       "video 2: 5 frames intended, 6 sent (padding) (doc 0)",
+                                       "1 request(s) matched no doc's text (not compared)"]
+    # several tasks in one lmms-eval run: each body goes to the task whose doc has its text
+    by_task = cm.attribute_records(records, {"a": [intent], "b": [image_intent]})
+    assert [r.n for r in by_task["a"]] == [0, 1] and [r.n for r in by_task["b"]] == [2] and [r.n for r in by_task[None]] == [3]
+    assert cm.compare_runs(image_intent, [[40, 20], "text"]) == ["image resized 20x10 -> 40x20"]
+    assert cm.compare_runs(intent, ["text", *[big] * 4, "text", *[big] * 5, "text"]) == ["frames resized 160x120 -> 336x252"]
+
+
+def test_failed_requests_are_not_replies():
+    failed = {"resps": [["[LMMS_EVAL_REQUEST_FAILED after 1 retries] Connection error."]], "filtered_resps": ["x"],
+              "step_acc": {"pred": None, "parse_error": "no step found"}}
+    judged = {"resps": [], "filtered_resps": [json.dumps({"text": "[LMMS_EVAL_BUDGET_EXCEEDED]", "judge": {}})]}
+    ok = {"resps": [["Step 2"]], "filtered_resps": ["Step 2"], "step_acc": {"pred": 2, "parse_error": None}}
+    assert cm.failed_reply(failed).startswith("[LMMS_EVAL_REQUEST_FAILED after 1 retries]")
+    assert cm.failed_reply(judged) == "[LMMS_EVAL_BUDGET_EXCEEDED]" and cm.failed_reply(ok) is None
+    stats = cm.compliance_from_samples([failed, ok], ["step_acc"])  # a failed request is not a format failure
+    assert (stats["requests"], stats["parsed"], stats["compliance"]) == (1, 1, 100.0)
+
+
+class _EchoUpstream:
+    """A raw upstream: answers with the exact bytes and headers it received (and a 429 for /limited)."""
+
+    def __enter__(self):
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                payload = json.dumps({"body": body.decode("latin-1"), "path": self.path,
+                                      "headers": {k.lower(): v for k, v in self.headers.items()}}).encode()
+                self.send_response(429 if self.path.endswith("/limited") else 200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Retry-After", "7")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_recording_proxy_forwards_unchanged_and_records_no_key():
+    import base64
+    import hashlib
+    import http.client
+    import io
+    import socket
+
+    from judge_server import TEST_API_KEY
+
+    from lmms_eval_plugins.recording_proxy import RecordingProxy
+
+    png = io.BytesIO()
+    Image.new("RGB", (33, 21)).save(png, "PNG")
+    url = "data:image/png;base64," + base64.b64encode(png.getvalue()).decode()
+    raw = ('{"model": "m",\n "messages": [{"role": "user", "content": [{"type": "text", "text": "Q"},'
+           f' {{"type": "image_url", "image_url": {{"url": "{url}"}}}}]}}]}}').encode()
+
+    def post(port, path, body, **headers):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("POST", path, body=body, headers={"Authorization": f"Bearer {TEST_API_KEY}",
+                                                       "Content-Type": "application/json", **headers})
+        response = conn.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+
+    with _EchoUpstream() as upstream, RecordingProxy(upstream, max_body=100_000) as proxy:
+        assert proxy.base_url.endswith("/v1") and proxy.base_url.startswith("http://127.0.0.1:")
+        status, headers, reply = post(proxy.port, "/v1/chat/completions?x=1", raw)
+        echoed = json.loads(reply)
+        assert status == 200 and echoed["body"].encode("latin-1") == raw and echoed["path"] == "/v1/chat/completions?x=1"
+        assert echoed["headers"]["authorization"] == f"Bearer {TEST_API_KEY}"  # forwarded...
+        status, headers, _ = post(proxy.port, "/v1/limited", b"{}")
+        assert status == 429 and headers["Retry-After"] == "7"  # an error reply goes back as it came
+        assert post(proxy.port, "/v1/chat/completions", b"x" * 100_001)[0] == 413
+        records = list(proxy.records)
+    assert records[0].body_sha256 == hashlib.sha256(raw).hexdigest() and records[0].status == 200
+    assert records[0].chat["items"] == ["text", [33, 21]] and records[0].path == "/v1/chat/completions"
+    assert [r.status for r in records[1:]] == [429, None]
+    assert TEST_API_KEY not in repr(records)  # ...and never recorded
+
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    dead_url = f"http://127.0.0.1:{dead.getsockname()[1]}/v1"
+    dead.close()
+    with RecordingProxy(dead_url) as proxy:
+        status, _, reply = post(proxy.port, "/v1/chat/completions", raw)
+    assert status == 502 and "unreachable" in json.loads(reply)["error"]["message"]
+    assert proxy.records[0].status is None and proxy.records[0].error
+
+
+def _runs(items):
+    runs, count = [], 0
+    for item in [*items, "text"]:
+        if item == "text":
+            runs, count = runs + [count] * bool(count), 0
+        else:
+            count += 1
+    return runs
+
+
+@pytest.mark.cli
+def test_openai_class_sent_requests_are_observed_through_the_proxy(tmp_path, isolated_env, monkeypatch):
+    from judge_server import TEST_API_KEY, JudgeServer
+
+    from lmms_eval_plugins import recording_proxy
+    from lmms_eval_plugins.recording_proxy import chat_items, summarise_body
+
+    proxies = []
+
+    class Capturing(recording_proxy.RecordingProxy):
+        def start(self):
+            proxies.append(self)
+            return super().start()
+
+    monkeypatch.setattr(recording_proxy, "RecordingProxy", Capturing)
+    with JudgeServer(require_key=TEST_API_KEY) as server:
+        code, table, report = run_check(
+            tmp_path, "--model", "openai", "--tasks", "crossvid_bu_sample,errorradar_step_sample", "--limit", "2",
+            "--model_args", f"model_version=m,base_url={server.base_url},api_key={TEST_API_KEY},max_retries=1")
+        bodies, headers = list(server.requests), list(server.request_headers)
+    assert code == 0 and report["all_completed"], table
+    rows = {r["task"]: r for r in report["tasks"]}
+    # the server got every body the class sent, unchanged, with the key in Authorization
+    (proxy,) = proxies
+    assert proxy._httpd is None  # stopped when check-model ended
+    assert sorted(json.dumps(summarise_body(json.dumps(b).encode()), sort_keys=True) for b in bodies) == \
+        sorted(json.dumps(r.chat, sort_keys=True) for r in proxy.records)
+    assert all(h.get("Authorization") == f"Bearer {TEST_API_KEY}" for h in headers)
+    assert len(bodies) == sum(row["observed"]["requests"] for row in rows.values()) == 4
+    assert TEST_API_KEY not in table and TEST_API_KEY not in json.dumps(report)
+    # what was observed is what the server received
+    video_bodies = [b for b in bodies if len(chat_items(b)) > 4]
+    received_runs = [n for b in video_bodies for n in _runs(chat_items(b))]
+    received_sizes = {f"{w}x{h}" for b in video_bodies for w, h in (i for i in chat_items(b) if isinstance(i, list))}
+    video, image = rows["crossvid_bu_sample"]["observed"], rows["errorradar_step_sample"]["observed"]
+    assert video["observable"] and video["requests"] == 2 and video["error_replies"] == 0
+    assert video["frames_per_video"] == cm._span(received_runs) and set(video["image_sizes"]) == received_sizes
+    intended = rows["crossvid_bu_sample"]["shapes"]
+    assert intended["max_size"] not in received_sizes  # fetch_video resizes small frames up to its pixel minimum
+    assert f"frames resized {intended['max_size']} -> {received_sizes.pop()} (docs 0, 1)" in video["differences"]
+    assert all("matched no doc" not in d for d in video["differences"])
+    if video["frames_per_video"] != intended["frames_per_video"]:  # odd frame counts padded by fetch_video
+        assert any("frames intended" in d for d in video["differences"])
+    assert image["images_per_request"] == "1" and image["image_sizes"] == {"96x72": 2} and image["differences"] == []
+    assert "| crossvid_bu_sample | yes |" in table and "sent differs from intended: frames resized" in table
+
+
+@pytest.mark.cli
+def test_failed_model_requests_mean_not_completed(tmp_path, isolated_env):
+    import socket
+
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    port = dead.getsockname()[1]
+    dead.close()
+    code, table, report = run_check(
+        tmp_path, "--model", "openai", "--tasks", "errorradar_step_sample", "--limit", "2",
+        "--model_args", f"model_version=m,base_url=http://127.0.0.1:{port}/v1,api_key=k,max_retries=1")
+    (row,) = report["tasks"]
+    assert code != 0 and not report["all_completed"] and not row["completed"]
+    assert row["failed_requests"] == 2 and row["error"].startswith("2 of 2 model requests failed: [LMMS_EVAL_REQUEST_FAILED")
+    assert "unreachable" in row["error"]  # the proxy's 502 names the dead endpoint
+    assert row["observed"]["requests"] >= 2 and row["observed"]["error_replies"] == row["observed"]["requests"]
+    assert "**requests failed**: 2 of 2 model requests failed" in table and "0/1 tasks completed" in table
