@@ -157,10 +157,10 @@ def test_observe_plan_proxies_api_classes_only(monkeypatch):
     assert cm.replace_model_arg(args, "base_url", "http://127.0.0.1:9/v1") == \
         "model_version=m,base_url=http://127.0.0.1:9/v1,api_key=sk-1,max_retries=1"
     assert cm.observe_plan("my_api_class", "base_url=http://x/v1", {}).upstream == "http://x/v1"  # any class given base_url
-    # without base_url the class falls back to OPENAI_API_BASE, then the client's OPENAI_BASE_URL, then api.openai.com
+    # without base_url the class falls back to OPENAI_API_BASE, then the client's OPENAI_BASE_URL, then the public endpoint
     assert cm.observe_plan("openai", "model_version=m", {"OPENAI_API_BASE": "http://a/v1", "OPENAI_BASE_URL": "http://b/v1"}).upstream == "http://a/v1"
     assert cm.observe_plan("openai", None, {"OPENAI_BASE_URL": "http://b/v1"}).via == "OPENAI_API_BASE"
-    assert cm.observe_plan("openai", None, {}).upstream == "https://api.openai.com/v1"
+    assert cm.observe_plan("openai", None, {}).upstream == cm.DEFAULT_OPENAI_BASE_URL
     for model, model_args in [("qwen2_5_vl", "pretrained=x"), ("openai", "azure_openai=True"), ("litellm", "model=anthropic/c")]:
         plan = cm.observe_plan(model, model_args, {})
         assert plan.upstream is None and plan.reason.startswith("not observable"), model

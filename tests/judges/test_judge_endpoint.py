@@ -7,6 +7,7 @@ from judge_server import TEST_API_KEY as API_KEY
 from lmms_eval.filters import build_filter_ensemble
 from lmms_eval_plugins.judges import JudgeConfigError, JudgeFilter
 from lmms_eval_plugins.judges.runtime import (
+    DEFAULT_OPENAI_BASE_URL,
     Endpoint,
     announce_judge,
     announcement,
@@ -42,7 +43,7 @@ def announcements(lines: list[str]) -> list[str]:
         ({"OPENAI_BASE_URL": "http://127.0.0.1:8000/v1/"}, "http://127.0.0.1:8000/v1", "OPENAI_BASE_URL"),
         ({"OPENAI_API_URL": "http://h:1/v1/chat/completions"}, "http://h:1/v1", "OPENAI_API_URL"),
         ({"OPENAI_BASE_URL": "http://a/v1", "OPENAI_API_URL": "http://b/v1"}, "http://a/v1", "OPENAI_BASE_URL"),
-        ({"OPENAI_API_KEY": "k"}, "https://api.openai.com/v1", "OPENAI_API_KEY"),
+        ({"OPENAI_API_KEY": "k"}, DEFAULT_OPENAI_BASE_URL, "OPENAI_API_KEY"),
         # OPENAI_API_BASE next to a judge URL: the judge URL wins, OPENAI_API_BASE is not read
         ({"OPENAI_API_BASE": "http://model-under-test:9000/v1", "OPENAI_BASE_URL": "http://judge:8000/v1"}, "http://judge:8000/v1", "OPENAI_BASE_URL"),
         ({"OPENAI_API_BASE": "http://model-under-test:9000/v1", "OPENAI_API_URL": "http://judge:8000/v1"}, "http://judge:8000/v1", "OPENAI_API_URL"),
@@ -56,7 +57,7 @@ def test_resolution_order(env, url, source):
 @pytest.mark.parametrize("with_key", [False, True])
 def test_openai_api_base_alone_is_refused(with_key):
     env = {"OPENAI_API_BASE": f"http://user:{SECRET}@vllm.local:8001/v1?token={SECRET}"}
-    if with_key:  # without the refusal this would silently judge at api.openai.com
+    if with_key:  # without the refusal this would silently judge at the public endpoint
         env["OPENAI_API_KEY"] = API_KEY
     with pytest.raises(JudgeConfigError) as err:
         resolve_endpoint("semantic_match", env)
@@ -111,7 +112,7 @@ def test_announcement_format():
     )
     default = resolve_endpoint("rubric", {"OPENAI_API_KEY": "k"})
     assert announcement("rubric", "1", "gpt-4.1", default) == (
-        "lmms-eval-plugins judge: rubric v1 -> model gpt-4.1 at https://api.openai.com "
+        f"lmms-eval-plugins judge: rubric v1 -> model gpt-4.1 at {DEFAULT_OPENAI_BASE_URL.removesuffix('/v1')} "
         "(default: OPENAI_API_KEY set, no OPENAI_BASE_URL)"
     )
     assert announcement("rubric_offline", "1", None, None) == "lmms-eval-plugins judge: rubric_offline v1 -> offline (no endpoint)"
