@@ -48,6 +48,7 @@ from .runtime import (
     RuntimeSettings,
     announce_judge,
     get_runtime,
+    judging_deferred,
     max_error_rate_from_env,
     resolve_endpoint,
     resolve_model,
@@ -124,6 +125,25 @@ class JudgeFilter(Filter):
         if item_fn is not None and not callable(item_fn):
             raise JudgeConfigError(f"JudgeFilter: item_fn must be callable (use !function utils.judge_item), got {item_fn!r}")
         self.requested = judge
+        self.item_fn: ItemFn = item_fn or default_item_fn
+        self.judge_all = bool(judge_all)
+        self.report_path = report_path
+        self.endpoint, self.model = None, None
+        # Why this run cannot judge (no endpoint, unwritable cache...): the model still runs, and the
+        # judged metrics stay unscored until `lmms-eval-plugins score` finishes them. Never fatal here:
+        # one task's judge must not cost the other tasks, or the model's outputs, of the run.
+        self.unavailable: str | None = None
+        try:
+            self._configure(judge, default_model, sampling, concurrency, cache_path)
+        except JudgeConfigError as exc:
+            self.unavailable = str(exc)
+            logger.error(
+                f"judge for {judge!r} is not available: {exc}\nThe model still runs; this task's judged metrics "
+                "will be null (unscored) until `lmms-eval-plugins score OUTPUT_PATH` is run with a judge configured."
+            )
+
+    def _configure(self, judge: str, default_model: str | None, sampling: Mapping[str, Any] | None,
+                   concurrency: int | None, cache_path: str | None) -> None:
         self.offline = offline_selected()
         self.judge_name = resolve_judge_name(judge, offline=self.offline)
         factory = load_judge_class(self.judge_name)
@@ -132,16 +152,13 @@ class JudgeFilter(Filter):
             self.judge = factory(sampling={**dict(sampling or {}), **sampling_from_env()})
         else:
             self.judge = factory()
-        self.item_fn: ItemFn = item_fn or default_item_fn
-        self.judge_all = bool(judge_all)
-        self.report_path = report_path
         self.settings = RuntimeSettings.from_env(concurrency=concurrency)
         self.max_error_rate = max_error_rate_from_env()
         runtime = get_runtime(cache_path)
         # the filter keeps only the path (no locks or connections: it stays copyable and picklable)
         self.cache_path = str(runtime.cache_path)
         if self.judge.offline:
-            self.endpoint, self.model = None, None
+            self.model = None
             announce_judge(self.judge.name, self.judge.version, None, None)
             logger.warning(
                 f"judge: using the OFFLINE judge {self.judge_name!r} for {judge!r} — {self.judge.fidelity}. "
@@ -163,8 +180,17 @@ class JudgeFilter(Filter):
     def runtime(self):
         return get_runtime(self.cache_path)
 
+    def not_judging(self) -> str | None:
+        """Why this filter makes no judge calls in this run (None: it judges)."""
+        if self.unavailable:
+            return f"not judged: {self.unavailable}"
+        if judging_deferred():
+            return "not judged: --predict_only run (finish it with lmms-eval-plugins score)"
+        return None
+
     def apply(self, resps: Sequence[Any], docs: Any) -> list[list[JudgedResponse]]:
         docs_aligned = _aligned_docs(resps, docs, sys._getframe(1))
+        not_judging = self.not_judging()
         slots: list[tuple[int, str]] = []  # (doc position, response text) per judged response
         items: list[JudgeItem | None] = []
         item_errors: dict[int, str] = {}
@@ -189,17 +215,26 @@ class JudgeFilter(Filter):
                     item = None
                 items.append(item)
         live = [i for i in range(len(items)) if i not in item_errors]
-        outcomes = self.runtime.judge_items(
-            self.judge, [items[i] for i in live], model=self.model, endpoint=self.endpoint, settings=self.settings
-        )
+        if not_judging:
+            # Unscored, not judged: no call, no accounting; what item_fn found nothing to judge stays skipped.
+            name, version = (self.judge.name, self.judge.version) if hasattr(self, "judge") else (self.requested, "?")
+            outcomes = [JudgeOutcome(name, version, self.model, skipped=True) if items[i] is None
+                        else JudgeOutcome(name, version, self.model, error=not_judging) for i in live]
+            logger.warning(f"judge {name}: {not_judging}; {sum(o.error is not None for o in outcomes)} responses left unscored")
+        else:
+            outcomes = self.runtime.judge_items(
+                self.judge, [items[i] for i in live], model=self.model, endpoint=self.endpoint, settings=self.settings
+            )
         by_slot: dict[int, JudgeOutcome] = dict(zip(live, outcomes))
         for slot, reason in item_errors.items():
             by_slot[slot] = JudgeOutcome(self.judge.name, self.judge.version, self.model, error=reason)
-        if item_errors:
-            self.runtime.accounting.bump(self.judge, self.model, judge_errors=len(item_errors))
         out: list[list[JudgedResponse]] = [[] for _ in resps]
         for slot, (pos, text) in enumerate(slots):
             out[pos].append(JudgedResponse(text=text, judge=by_slot[slot].to_dict()))
+        if not_judging:
+            return out
+        if item_errors:
+            self.runtime.accounting.bump(self.judge, self.model, judge_errors=len(item_errors))
         try:
             path = self.runtime.write_report(self.report_path)
             logger.info(f"{self.runtime.summary()}\njudge accounting written to {path}")
@@ -326,10 +361,20 @@ def check_error_rate(n_errors: int, n_total: int, threshold: float | None = None
     return rate
 
 
-def aggregate_judged(outcomes: Iterable[Any], *, metric: str = "", threshold: float | None = None, skipped_value: float = 0.0) -> float:
-    """``judged_mean`` + ``check_error_rate`` + a log line: the value (percent) for an aggregation."""
+def aggregate_judged(outcomes: Iterable[Any], *, metric: str = "", threshold: float | None = None, skipped_value: float = 0.0) -> float | None:
+    """``judged_mean`` + a log line: the value (percent) for an aggregation.
+
+    ``None`` (JSON null: unscored, finished later by ``lmms-eval-plugins score``) when any sample has no
+    verdict; it never raises, because an exception in an aggregation ends lmms-eval's whole evaluation
+    and loses every task's results and samples. Above ``threshold`` the judge errors are logged as an error.
+    """
     score = judged_mean(outcomes, skipped_value=skipped_value)
-    check_error_rate(score.n_errors, score.n_total, threshold, metric=metric)
+    if score.n_errors:
+        limit = max_error_rate_from_env() if threshold is None else threshold
+        log = logger.error if score.error_rate > limit else logger.warning
+        log(f"{metric or 'judged metric'}: {score.n_errors} of {score.n_total} samples have no verdict; the metric is "
+            "null (unscored) until `lmms-eval-plugins score OUTPUT_PATH` judges them")
+        return None
     logger.info(
         f"{metric or 'judged metric'}: {score.value_percent:.2f} over {score.n_judged} samples "
         f"({score.n_errors} judge errors excluded, {score.n_skipped} with nothing to judge)"

@@ -238,6 +238,20 @@ def announce_judge(judge_name: str, version: str | None, model: str | None, endp
     return True
 
 
+# Set for the process while lmms-eval runs with --predict_only (lmms_eval_plugins.discovery installs the
+# hook): judge filters then make no calls and need no endpoint; `lmms-eval-plugins score` judges later.
+_judging_deferred = False
+
+
+def set_judging_deferred(deferred: bool) -> None:
+    global _judging_deferred
+    _judging_deferred = bool(deferred)
+
+
+def judging_deferred(argv: Sequence[str] | None = None) -> bool:
+    return _judging_deferred or "--predict_only" in (sys.argv if argv is None else argv)
+
+
 def resolve_model(default_model: str | None, env: Mapping[str, str] | None = None) -> str:
     model = (_env(env).get(ENV_MODEL) or "").strip() or (default_model or "").strip()
     if not model:
@@ -776,6 +790,19 @@ def _run_sync(factory: Any) -> Any:
 _runtimes: dict[Path, JudgeRuntime] = {}
 _runtimes_lock = threading.Lock()
 _runtimes_pid = os.getpid()
+
+
+def accounting_reports() -> list[dict[str, Any]]:
+    """This process's judge accounting (one entry per verdict cache that was used), redacted, for the
+    results JSON of the run (lmms_eval_plugins.discovery writes it there)."""
+    with _runtimes_lock:
+        runtimes = list(_runtimes.values())
+    reports = []
+    for runtime in runtimes:
+        report = runtime.report()
+        if report.get("by_judge"):
+            reports.append(json.loads(runtime.redact(json.dumps(report, sort_keys=True))))
+    return reports
 
 
 def get_runtime(cache_path: str | os.PathLike[str] | None = None) -> JudgeRuntime:

@@ -23,7 +23,11 @@ It also installs :mod:`lmms_eval_plugins.lmms_eval_fixes` (frames sent by the AP
 from __future__ import annotations
 
 import copy
+import functools
+import json
+import logging
 import os
+from pathlib import Path
 from typing import Any
 
 _PATCH_MARK = "_lmms_eval_plugins_patched"
@@ -37,6 +41,8 @@ def _model_manifests() -> list[Any]:
                       chat_class_path="lmms_eval_plugins.models.oracle.OracleChat"),
         ModelManifest(model_id="random", simple_class_path="lmms_eval_plugins.models.random_baseline.RandomChoice",
                       chat_class_path="lmms_eval_plugins.models.random_baseline.RandomChoiceChat"),
+        ModelManifest(model_id="replay", simple_class_path="lmms_eval_plugins.models.replay.Replay",
+                      chat_class_path="lmms_eval_plugins.models.replay.ReplayChat"),
     ]
 
 
@@ -67,6 +73,7 @@ def install_task_hook() -> bool:
         return True
 
     def initialize_tasks(self, include_path=None, include_defaults=True):
+        install_late_hooks()
         return original(self, include_path=with_plugin_tasks(include_path), include_defaults=include_defaults)
 
     setattr(initialize_tasks, _PATCH_MARK, True)
@@ -90,21 +97,120 @@ def compact_container_values(result_dict: dict[str, Any]) -> dict[str, Any]:
     return compact
 
 
+def unscored_counts(result_dict: dict[str, Any]) -> dict[str, int]:
+    """Tasks of an lmms-eval results dict with unscored samples: task -> count (filters summed)."""
+    counts: dict[str, int] = {}
+    for task, metrics in (result_dict.get("results") or {}).items():
+        if not isinstance(metrics, dict):
+            continue
+        n = sum(v for k, v in metrics.items() if k.split(",")[0] == "unscored" and isinstance(v, int) and not isinstance(v, bool))
+        if n and task not in (result_dict.get("group_subtasks") or {}):
+            counts[task] = n
+    return counts
+
+
+def unscored_block(result_dict: dict[str, Any], argv: list[str]) -> str:
+    """The error block that ends a run with unscored samples ('' when there are none)."""
+    counts = unscored_counts(result_dict)
+    if not counts:
+        return ""
+    total = sum(counts.values())
+    from lmms_eval_plugins.judges.runtime import lmms_eval_output_path
+
+    output_path = (lmms_eval_output_path(argv) or "OUTPUT_PATH").rstrip("/")
+    kept = "--log_samples" in argv or "--predict_only" in argv
+    bar = "=" * 100
+    lines = [bar, f"lmms-eval-plugins: {total} sample(s) are UNSCORED; their metrics are null (never counted as wrong):"]
+    lines += [f"  {task}: {n}" for task, n in sorted(counts.items())]
+    lines.append("The reason is in each logged sample (`unscored`). Judge failures and --predict_only runs are finished, "
+                 "without the model, by:")
+    lines.append(f"    lmms-eval-plugins score {output_path}" if kept else
+                 "    (none here: this run did not log samples; pass --log_samples so `lmms-eval-plugins score` can finish them)")
+    lines.append("Failed model requests need the model: run the same command again (with --use_cache DIR only they are asked again).")
+    lines.append(bar)
+    return "\n" + "\n".join(lines)
+
+
 def install_table_hook() -> bool:
-    if not _enabled("LMMS_EVAL_PLUGINS_FULL_TABLE"):
-        return False
+    """Wrap lmms-eval's ``make_table``: shorten dict metrics, and end the results table with the
+    unscored-samples block. Only the display changes."""
+    import sys
+
     import lmms_eval.utils as lmms_utils
 
     original = lmms_utils.make_table
     if getattr(original, _PATCH_MARK, False):
         return True
+    compact = _enabled("LMMS_EVAL_PLUGINS_FULL_TABLE")
 
     def make_table(result_dict, column: str = "results", sort_results: bool = False):
-        return original(compact_container_values(result_dict), column, sort_results)
+        table = original(compact_container_values(result_dict) if compact else result_dict, column, sort_results)
+        if column == "results":
+            table += unscored_block(result_dict, sys.argv)
+        return table
 
     setattr(make_table, _PATCH_MARK, True)
     make_table.__wrapped__ = original  # type: ignore[attr-defined]
     lmms_utils.make_table = make_table
+    return True
+
+
+def install_predict_only_hook() -> bool:
+    """Under ``--predict_only`` our judge filters make no calls (``lmms-eval-plugins score`` judges later).
+
+    lmms-eval keeps filters in that mode but builds them inside ``simple_evaluate``, which is the
+    first place that knows the flag; we note it there for the judge runtime.
+    """
+    import lmms_eval.evaluator as evaluator
+
+    original = evaluator.simple_evaluate
+    if getattr(original, _PATCH_MARK, False):
+        return True
+
+    @functools.wraps(original)
+    def simple_evaluate(*args, **kwargs):
+        from lmms_eval_plugins.judges.runtime import set_judging_deferred
+
+        set_judging_deferred(bool(kwargs.get("predict_only")))
+        return original(*args, **kwargs)
+
+    setattr(simple_evaluate, _PATCH_MARK, True)
+    evaluator.simple_evaluate = simple_evaluate
+    return True
+
+
+RESULTS_KEY = "lmms_eval_plugins_judges"
+
+
+def install_results_hook() -> bool:
+    """Keep each run's judge accounting with its results: in the results JSON (``lmms_eval_plugins_judges``)
+    and as ``judge_report_<run date>.json`` beside it (the live ``judge_report.json`` is overwritten by
+    the next run)."""
+    from lmms_eval.loggers.evaluation_tracker import EvaluationTracker
+
+    original = EvaluationTracker.save_results_aggregated
+    if getattr(original, _PATCH_MARK, False):
+        return True
+
+    @functools.wraps(original)
+    def save_results_aggregated(self, results=None, samples=None, datetime_str=None, *args, **kwargs):
+        from lmms_eval_plugins.judges.runtime import accounting_reports
+
+        reports = accounting_reports()
+        if reports and isinstance(results, dict):
+            results[RESULTS_KEY] = reports
+            try:
+                folder = Path(self.output_path or Path.cwd()) / self.general_config_tracker.model_name_sanitized
+                folder.mkdir(parents=True, exist_ok=True)
+                for i, report in enumerate(reports):
+                    suffix = f".{i}" if i else ""
+                    (folder / f"judge_report_{datetime_str}{suffix}.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+            except (OSError, AttributeError, TypeError) as exc:  # the results themselves must still be saved
+                logging.getLogger(__name__).warning(f"judge accounting not written beside the results: {exc}")
+        return original(self, results, samples, datetime_str, *args, **kwargs)
+
+    setattr(save_results_aggregated, _PATCH_MARK, True)
+    EvaluationTracker.save_results_aggregated = save_results_aggregated
     return True
 
 
@@ -116,3 +222,11 @@ def register() -> list[Any]:
 
     lmms_eval_fixes.install()
     return _model_manifests()
+
+
+def install_late_hooks() -> None:
+    """Hooks on modules that import ``lmms_eval.models`` themselves: installing them from ``register``
+    (which runs while ``lmms_eval.models`` is being imported) would be a circular import, so the task
+    hook installs them when the first ``TaskManager`` is built, before any evaluation starts."""
+    install_predict_only_hook()
+    install_results_hook()

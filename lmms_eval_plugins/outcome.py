@@ -1,11 +1,14 @@
 """Unscored samples: a request that failed is kept apart from a wrong answer.
 
+A sample is *unscored* when its number cannot be known yet: its model request failed, or the judge
+that its metric needs gave no verdict (an outage, no endpoint configured, a ``--predict_only`` run).
 lmms-eval's API model classes (``openai``, ``async_openai``, ...) do not raise when a request fails
 after their retries: they return a marker text such as ``[LMMS_EVAL_REQUEST_FAILED after 5 retries]
 Connection error.`` (or ``[LMMS_EVAL_BUDGET_EXCEEDED]`` when the usage budget stopped the run). Our
 parsers would read such a text as an unparseable answer and score it wrong. Instead a sample with
-such a reply is *unscored*: every metric that needs it is ``null`` in the results JSON and the task's
+such a reply is unscored: every metric that needs it is ``null`` in the results JSON and the task's
 ``unscored`` metric counts the samples; the logged sample carries the reason.
+``lmms-eval-plugins score`` finishes judge-unscored samples later from the stored replies.
 
 Per-sample items and aggregations carry the mark the same way in every benchmark:
 - :func:`mark_unscored` tags the per-sample items ``process_results`` returns;
@@ -73,10 +76,30 @@ def mark_unscored(per_metric: Mapping[str, Any], reason: str) -> dict[str, Any]:
     return marked
 
 
-def with_unscored(per_metric: Mapping[str, Any], responses: Sequence[Any]) -> dict[str, Any]:
-    """``process_results``' output plus the ``unscored`` item; every item marked when a request failed."""
+def judge_failure(outcome: Any) -> str | None:
+    """Why a judge outcome (a ``JudgeOutcome`` or its dict) gave no verdict, or None when it did its job."""
+    error = outcome.get("error") if isinstance(outcome, Mapping) else getattr(outcome, "error", None)
+    if not error:
+        return None
+    error = str(error)
+    return error if error.startswith("not judged") else f"judge error: {error}"
+
+
+def with_unscored(per_metric: Mapping[str, Any], responses: Sequence[Any], *, judge: Any = None,
+                  judged: Iterable[str] = ()) -> dict[str, Any]:
+    """``process_results``' output plus the ``unscored`` item.
+
+    A failed model request marks every item. A judge that gave no verdict (``judge``: the sample's
+    outcome) marks only the ``judged`` metrics, the ones computed from verdicts: the others stay.
+    """
     reason = first_failure(responses)
-    out = mark_unscored(per_metric, reason) if reason else dict(per_metric)
+    if reason:
+        out = mark_unscored(per_metric, reason)
+    else:
+        out = dict(per_metric)
+        reason = judge_failure(judge) if judge is not None else None
+        if reason:
+            out.update(mark_unscored({m: v for m, v in per_metric.items() if m in set(judged)}, reason))
     out[UNSCORED_METRIC] = {UNSCORED_FIELD: reason}
     return out
 

@@ -120,15 +120,18 @@ def test_ccqa_micro_average_per_question_mean_and_judge_errors(monkeypatch):
     doc = {"id": "0", "n_skipped": 0}
     judged = [outcome([1, 1], [1, 0]), outcome([1, 0, 0], [0, 0, 0])]  # 3 of 4 points, 1 of 6
     error = JudgeOutcome("rubric", "1", "gpt-4.1", error="HTTP 500 after 6 attempts")
-    items = [cv.process_results_ccqa(doc, [[{"text": "x", "judge": o.to_dict()}]])["score"] for o in [*judged, error]]
-    monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE_MAX_ERROR_RATE", "0.5")
-    # official micro-average: (3 + 1) / (2 x (2 + 3)); the judge error is left out and counted
+    per_doc = [cv.process_results_ccqa(doc, [[{"text": "x", "judge": o.to_dict()}]]) for o in [*judged, error]]
+    items = [d["score"] for d in per_doc[:2]]
+    # official micro-average: (3 + 1) / (2 x (2 + 3))
     assert cv.agg_ccqa_score(items) == pytest.approx(40.0)
     assert cv.agg_ccqa_per_question_mean(items) == pytest.approx(100 * (3 / 4 + 1 / 6) / 2)
-    assert cv.agg_judge_errors(items) == 1
+    # a question the judge could not score is unscored: the judged scores are null (never a silent 0,
+    # never an exception that would lose the run), counted in judge_errors and unscored
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE_MAX_ERROR_RATE", "0.05")
-    with pytest.raises(JudgeErrorRateExceeded):  # 1 of 3 could not be judged: never a silent 0
-        cv.agg_ccqa_score(items)
+    assert cv.agg_ccqa_score([d["score"] for d in per_doc]) is None
+    assert cv.agg_ccqa_per_question_mean([d["per_question_mean"] for d in per_doc]) is None
+    assert cv.agg_judge_errors([d["judge_errors"] for d in per_doc]) == 1
+    assert cv.agg_unscored([d["unscored"] for d in per_doc]) == 1
 
 
 @pytest.fixture()

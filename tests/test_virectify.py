@@ -147,16 +147,18 @@ def test_aggregation_by_hand_and_breakdown_layout():
     assert list(m["by_solution_source"]) == ["Qwen2.5-VL-7B", "gpt-4o-injection", "Total"]
 
 
-def test_judge_errors_leave_the_denominator_and_the_threshold_is_enforced(monkeypatch):
+def test_a_judge_error_makes_acc_r_unscored_and_never_raises(monkeypatch):
     monkeypatch.delenv("LMMS_EVAL_PLUGINS_JUDGE_MAX_ERROR_RATE", raising=False)
-    outcomes = [verdict(1.0)] * 15 + [verdict(0.0)] * 4 + [verdict(None, error="HTTP 500")]
+    outcomes = [verdict(1.0)] * 15 + [verdict(0.0)] * 4
     pairs = [(doc(id_=str(i)), response(), o) for i, o in enumerate(outcomes)]
-    with pytest.raises(JudgeErrorRateExceeded):  # 1 error in 20 = 5%: fine; make it 2 in 20
-        run(pairs + [(doc(id_="x"), response(), verdict(None, error="timeout"))], ("acc_r",))
-    monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE_MAX_ERROR_RATE", "0.1")
-    m = run(pairs + [(doc(id_="x"), response(), verdict(None, error="timeout"))], ("acc_r", "acc_r_judge_errors", "by_domain"))
-    assert m["acc_r"] == pytest.approx(100 * 15 / 19) and m["acc_r_judge_errors"] == 2
-    assert m["by_domain"]["Total"]["acc_r"] == pytest.approx(100 * 15 / 19) and m["by_domain"]["Total"]["n"] == 21
+    clean = run(pairs, ("acc_r", "acc_i", "acc_r_judge_errors", "by_domain", "unscored"))
+    assert clean["acc_r"] == pytest.approx(100 * 15 / 19) and clean["unscored"] == 0
+    # two judge errors in 21 (10%, above the old 5% threshold): no exception, whatever the rate
+    m = run(pairs + [(doc(id_="x"), response(), verdict(None, error="HTTP 500")), (doc(id_="y"), response(), verdict(None, error="timeout"))],
+            ("acc_r", "acc_i", "iou", "acc_r_judge_errors", "by_domain", "unscored"))
+    assert m["acc_r"] is None and m["by_domain"] is None  # the verdict-based metrics wait for `score`
+    assert m["acc_i"] == clean["acc_i"] and m["iou"] is not None  # the others do not need the judge
+    assert m["unscored"] == 2 and m["acc_r_judge_errors"] == 2
 
 
 def test_unjudged_response_is_a_judge_error_not_a_zero():
@@ -468,6 +470,9 @@ def test_group_acc_r_follows_judged_mean(kinds):
             "error": lambda: verdict(None, error="HTTP 500"), "skipped": lambda: verdict(None, skipped=True)}
     items = [vr.process_results(doc(id_=str(i)), [{"text": response(), "judge": make[k]()}])["by_domain"]
              for i, k in enumerate(kinds)]
+    if "error" in kinds:  # a sample without its verdict: unscored, the table waits for `score`
+        assert vr.agg_by_domain(items) is None
+        return
     expected = judged_mean([i["judge"] for i in items]).value_percent
     got = vr.agg_by_domain(items)["Total"]["acc_r"] if items else None
     assert (got is None and (not items or math.isnan(expected))) or got == pytest.approx(expected)

@@ -40,7 +40,7 @@ from lmms_eval_plugins.data import (
     to_dataset,
 )
 from lmms_eval_plugins.errors import DataError, MediaError
-from lmms_eval_plugins.judges import JudgeItem, check_error_rate, judged_mean, rubric_micro_average, rubric_per_question_mean
+from lmms_eval_plugins.judges import JudgeItem, judged_mean, rubric_micro_average, rubric_per_question_mean
 from lmms_eval_plugins.judges.filter import JudgeFilter, judged_parts  # noqa: F401  (JudgeFilter: used by the CCQA YAML)
 from lmms_eval_plugins.media import (
     SampledFrames,
@@ -901,6 +901,7 @@ def score_response(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
 METRICS = ("score", "score_strict", "parse_fail", "skipped")
 FSA_METRICS = (*METRICS, "reversed")
 CCQA_METRICS = ("score", "score_strict", "per_question_mean", "judge_errors", "skipped")
+CCQA_JUDGED_METRICS = ("score", "score_strict", "per_question_mean")  # null while a verdict is missing
 
 
 def process_results(doc, results):
@@ -945,24 +946,17 @@ def judge_item(response: str, doc: Mapping[str, Any]) -> JudgeItem:
 def process_results_ccqa(doc, results):
     text, outcome = judged_parts(results)
     item = {"id": doc["id"], "task": "CCQA", "judge": outcome.to_dict(), "n_skipped": int(doc.get("n_skipped") or 0)}
-    return with_unscored(dict.fromkeys(CCQA_METRICS, item), [text])
-
-
-def _checked_outcomes(items: Sequence[Mapping[str, Any]], metric: str) -> list[Any]:
-    """The judge outcomes, after enforcing the judge-error threshold (judge errors are never a 0)."""
-    outcomes = [i["judge"] for i in items]
-    summary = judged_mean(outcomes)
-    check_error_rate(summary.n_errors, summary.n_total, metric=metric)
-    return outcomes
+    return with_unscored(dict.fromkeys(CCQA_METRICS, item), [text], judge=outcome, judged=CCQA_JUDGED_METRICS)
 
 
 def agg_ccqa_score(items):
-    """The official CCQA score: (covered + correct points) / (2 x points), over the judged questions."""
-    return rubric_micro_average(_checked_outcomes(items, "crossvid_ccqa score"))
+    """The official CCQA score: (covered + correct points) / (2 x points), over the judged questions
+    (a question without a verdict is unscored: this is null then, never a 0)."""
+    return rubric_micro_average([i["judge"] for i in items])
 
 
 def agg_ccqa_per_question_mean(items):
-    return rubric_per_question_mean(_checked_outcomes(items, "crossvid_ccqa per_question_mean"))
+    return rubric_per_question_mean([i["judge"] for i in items])
 
 
 def agg_judge_errors(items):

@@ -807,6 +807,9 @@ def judge_item(response: str, doc: Mapping[str, Any]) -> JudgeItem | None:
 METRICS = ("acc_i", "iou", "acc_r", "graph_jaccard", "format_rate", "acc_r_judge_errors", "parse_fail",
            "by_domain", "by_error_type", "by_solution_source")
 REFLECT_METRICS = ("acc_r", "acc_r_error_identify", "acc_r_rationale", "acc_r_judge_errors", "answer_parse_fail")
+# Computed from judge verdicts: null while a sample's verdict is missing (the others stay).
+JUDGED_METRICS = ("acc_r", "by_domain", "by_error_type", "by_solution_source")
+REFLECT_JUDGED_METRICS = ("acc_r", "acc_r_error_identify", "acc_r_rationale")
 
 
 def score_response(doc: Mapping[str, Any], text: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -841,7 +844,7 @@ def process_results(doc, results):
     item["acc_r"] = judged_value(outcome)
     out = {metric: item for metric in METRICS}
     out["format_rate"] = {**item, "parsed": shown}  # the logged sample shows what was read once
-    return with_unscored(out, [text])
+    return with_unscored(out, [text], judge=outcome, judged=JUDGED_METRICS)
 
 
 def process_results_reflect(doc, results):
@@ -850,7 +853,7 @@ def process_results_reflect(doc, results):
     item = {"id": doc["id"], "hint_kind": doc["hint_kind"], "hint_source": doc["hint_source"], "domain": doc["domain"],
             "answer": answer, "missing": {} if answer is not None else {"answer": "no \\boxed{} answer"},
             "judge": outcome.to_dict(), "acc_r": judged_value(outcome)}
-    return with_unscored(dict.fromkeys(REFLECT_METRICS, item), [text])
+    return with_unscored(dict.fromkeys(REFLECT_METRICS, item), [text], judge=outcome, judged=REFLECT_JUDGED_METRICS)
 
 
 def judged_value(outcome: JudgeOutcome) -> float | None:
@@ -891,8 +894,8 @@ def agg_format_rate(items):
 
 
 def agg_acc_r(items):
-    """Judge errors are left out of the denominator; the run fails above the error-rate threshold."""
-    return aggregate_judged([i["judge"] for i in items], metric="acc_r")
+    """Only samples with a verdict reach this (a judge error makes acc_r unscored: null, counted)."""
+    return aggregate_judged([i["judge"] for i in items], metric="acc_r", threshold=1.0)
 
 
 def agg_acc_r_judge_errors(items):

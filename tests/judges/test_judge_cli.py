@@ -90,11 +90,15 @@ def test_judged_task_end_to_end(tmp_path, server, monkeypatch):
     out = tmp_path / "out"
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE_REPORT", str(out) + "/")
 
-    # no endpoint: the task fails when it is built, before any inference, and says how to fix it
+    # no endpoint: an error before inference says how to fix it; the model still runs, the results and
+    # samples are written, and the judged metric is null (unscored), never 0
     run = run_lmms_eval(tasks=TASK, model="oracle", output_dir=out, include_path=str(task_dir), timeout=600)
-    assert run.results_path is None
+    assert run.results_path is not None, run.output[-12000:]
     assert "OPENAI_BASE_URL" in run.output and "LMMS_EVAL_PLUGINS_JUDGE=offline" in run.output
-    assert "Running generate_until requests" not in run.output  # no inference started
+    assert run.output.index("OPENAI_BASE_URL") < run.output.index("Running generate_until requests")
+    assert run.results["results"][TASK]["acc_r,none"] is None
+    assert run.results["results"][TASK]["judge_errors,none"] == len(DOCS)
+    assert all(json.loads(s["filtered_resps"][0])["judge"]["error"].startswith("not judged: ") for s in run.samples(TASK))
     assert server.n_requests == 0
 
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -114,9 +118,7 @@ def test_judged_task_end_to_end(tmp_path, server, monkeypatch):
     assert metrics["judge_errors,none"] == 0
     assert server.n_requests == len(DOCS)
     assert {b["model"] for b in server.requests} == {"gpt-4o"}
-    samples_files = list(out.rglob(f"*{TASK}*.jsonl"))
-    assert samples_files
-    samples = [json.loads(line) for line in samples_files[0].read_text().splitlines()]
+    samples = run.samples(TASK)
     by_doc = {s["doc_id"]: s for s in samples}
     for doc in DOCS:
         sample = by_doc[doc["id"]]
