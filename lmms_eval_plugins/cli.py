@@ -14,6 +14,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "report": ("lmms_eval_plugins.report", "paper-style HTML/Markdown report from lmms-eval output folders"),
     "export-upstream": ("lmms_eval_plugins.export", "write a self-contained lmms_eval/tasks/<name>/ folder for upstreaming"),
     "check-model": ("lmms_eval_plugins.check_model", "run every *_sample task with a model and report what breaks"),
+    "score": ("lmms_eval_plugins.score", "finish or re-score a stored run without the model (judges only unscored samples)"),
 }
 
 

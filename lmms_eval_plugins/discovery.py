@@ -22,6 +22,7 @@ It also installs :mod:`lmms_eval_plugins.lmms_eval_fixes` (frames sent by the AP
 
 from __future__ import annotations
 
+import atexit
 import copy
 import functools
 import json
@@ -100,11 +101,12 @@ def compact_container_values(result_dict: dict[str, Any]) -> dict[str, Any]:
 def unscored_counts(result_dict: dict[str, Any]) -> dict[str, int]:
     """Tasks of an lmms-eval results dict with unscored samples: task -> count (filters summed)."""
     counts: dict[str, int] = {}
+    groups = {name for name, members in (result_dict.get("group_subtasks") or {}).items() if members}
     for task, metrics in (result_dict.get("results") or {}).items():
         if not isinstance(metrics, dict):
             continue
         n = sum(v for k, v in metrics.items() if k.split(",")[0] == "unscored" and isinstance(v, int) and not isinstance(v, bool))
-        if n and task not in (result_dict.get("group_subtasks") or {}):
+        if n and task not in groups:
             counts[task] = n
     return counts
 
@@ -131,8 +133,11 @@ def unscored_block(result_dict: dict[str, Any], argv: list[str]) -> str:
     return "\n" + "\n".join(lines)
 
 
+_final_block: list[str] = []  # the unscored block of this process's last results table
+
+
 def install_table_hook() -> bool:
-    """Wrap lmms-eval's ``make_table``: shorten dict metrics, and end the results table with the
+    """Wrap lmms-eval's ``make_table``: shorten dict metrics, and end the run's output with the
     unscored-samples block. Only the display changes."""
     import sys
 
@@ -146,7 +151,11 @@ def install_table_hook() -> bool:
     def make_table(result_dict, column: str = "results", sort_results: bool = False):
         table = original(compact_container_values(result_dict) if compact else result_dict, column, sort_results)
         if column == "results":
-            table += unscored_block(result_dict, sys.argv)
+            # printed when the process exits, so it is the last thing on the console, after every table
+            block = unscored_block(result_dict, sys.argv)
+            if block and not _final_block:
+                atexit.register(lambda: _final_block and print(_final_block[0], flush=True))
+            _final_block[:] = [block] if block else []
         return table
 
     setattr(make_table, _PATCH_MARK, True)
@@ -230,3 +239,21 @@ def install_late_hooks() -> None:
     hook installs them when the first ``TaskManager`` is built, before any evaluation starts."""
     install_predict_only_hook()
     install_results_hook()
+    rebind_table_hook()
+
+
+def rebind_table_hook() -> None:
+    """``lmms_eval.evaluator`` and lmms-eval's ``__main__`` imported ``make_table`` by name before our
+    entry point ran: point those names at the wrapped function too."""
+    import sys
+
+    import lmms_eval.utils as lmms_utils
+
+    wrapped = lmms_utils.make_table
+    original = getattr(wrapped, "__wrapped__", None)
+    if original is None:
+        return
+    for name in ("lmms_eval.evaluator", "lmms_eval.__main__", "__main__"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "make_table", None) is original:
+            module.make_table = wrapped

@@ -105,7 +105,7 @@ def test_a_run_with_unscored_samples_ends_with_the_command_that_finishes_them():
     results = {"results": {"a": {"acc,none": None, "unscored,none": 3, "alias": "a"},
                            "b": {"acc,none": 50.0, "unscored,none": 0},
                            "g": {"score,none": None, "unscored,none": 3}},
-               "group_subtasks": {"g": ["a"]}}
+               "group_subtasks": {"g": ["a"], "a": [], "b": []}}
     assert discovery.unscored_counts(results) == {"a": 3}  # groups repeat their tasks' counts
     block = discovery.unscored_block(results, ["lmms-eval", "--output_path", "out/run1/", "--log_samples"])
     assert "3 sample(s) are UNSCORED" in block and "  a: 3" in block

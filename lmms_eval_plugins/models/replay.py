@@ -1,0 +1,174 @@
+"""``--model replay``: answers every request with the reply a logged run stored for it.
+
+``lmms-eval --model replay --model_args samples=OUT/.../<datetime>_results.json --tasks ...`` reads
+the ``<datetime>_samples_<task>.jsonl`` files lmms-eval wrote beside that results file (``--log_samples``)
+and gives each request the model's reply stored for its document. lmms-eval then applies the task's
+filters (judges included), ``process_results`` and aggregations exactly as in a normal run: this is
+how ``lmms-eval-plugins score`` re-derives a run's metrics without the model.
+
+Which stored value is the reply: lmms-eval logs ``resps`` (what the task's filters received, before
+its reasoning-tag stripping) and ``filtered_resps`` (after), drops ``resps`` when the two are equal,
+unwraps lists of one and writes every element with ``str()`` (so our judge's and replay filter's dict
+attachments arrive as JSON text). :func:`reply_text` undoes that.
+
+Every request is checked against what was logged for its document, so replies are never given to
+other questions: the prompt (``input``) and, when lmms-eval attaches the doc to the request, the
+``doc_hash`` (lmms-eval 0.7.3 never does: its ``doc_hash`` is the hash of ``null`` for every sample).
+A mismatch, or a document with no stored reply, raises :class:`ReplayError`, naming the samples file,
+the task and the doc id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from lmms_eval.api.instance import Instance
+
+from lmms_eval_plugins.data import read_jsonl
+from lmms_eval_plugins.errors import DataError, PluginError
+from lmms_eval_plugins.models._base import DocAnsweringModel
+
+RESULTS_SUFFIX = "_results.json"
+#: starts every ReplayError message; ``lmms-eval-plugins score`` finds it in lmms-eval's output
+REPLAY_ERROR_MARK = "lmms-eval-plugins replay:"
+
+
+class ReplayError(PluginError):
+    """The stored samples cannot answer a request (missing, malformed, or made for other documents)."""
+
+    def __init__(self, message: str) -> None:
+        self.detail = message
+        super().__init__(f"{REPLAY_ERROR_MARK} {message}")
+
+
+def samples_path(results_path: Path, task: str) -> Path:
+    """Where lmms-eval wrote ``task``'s logged samples for this results file."""
+    stem = results_path.name[: -len(RESULTS_SUFFIX)] if results_path.name.endswith(RESULTS_SUFFIX) else results_path.stem
+    return results_path.with_name(f"{stem}_samples_{task}.jsonl")
+
+
+def load_samples(results_path: Path, task: str) -> dict[int, dict[str, Any]]:
+    """The logged samples of ``task`` by doc id; a missing or malformed file raises :class:`ReplayError`."""
+    path = samples_path(results_path, task)
+    if not path.is_file():
+        raise ReplayError(f"no logged samples for task {task!r}: {path} does not exist. "
+                          "The run must be made with --log_samples; re-run lmms-eval with it")
+    try:
+        records = read_jsonl(path)
+    except DataError as exc:
+        raise ReplayError(f"{path}: {exc.problem}: the file is cut short or corrupt (an interrupted run?); "
+                          f"re-run lmms-eval for task {task!r} with --log_samples") from exc
+    by_doc: dict[int, dict[str, Any]] = {}
+    for number, record in enumerate(records, start=1):
+        if not isinstance(record.get("doc_id"), int):
+            raise ReplayError(f"{path}: record {number} has no integer doc_id: not an lmms-eval samples file")
+        by_doc[record["doc_id"]] = record
+    return by_doc
+
+
+def reply_text(stored: Any) -> str | None:
+    """The model's reply in one request's logged value, or None when there is none.
+
+    A list is a filter's output (or lmms-eval's list of generations): its first element is the reply
+    (``[text, attachment]`` from our replay filter). Only inside such a list is a JSON object text an
+    attachment (our judge's ``{"text": reply, "judge": ...}``): a bare string is the reply itself, even
+    when the model answered with JSON.
+    """
+    value, in_list = stored, False
+    while isinstance(value, list) and value:
+        value, in_list = value[0], True
+    if in_list and isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, dict) and "text" in decoded:
+            value = decoded
+    if isinstance(value, dict):
+        value = value.get("text")
+    return value if isinstance(value, str) else None
+
+
+def request_values(sample: dict[str, Any], n_requests: int) -> list[Any] | None:
+    """One logged value per request of the document (``resps`` if kept, else ``filtered_resps``).
+
+    lmms-eval unwraps the per-request list only for a document with one request.
+    """
+    stored = sample["resps"] if "resps" in sample else sample.get("filtered_resps")
+    if n_requests == 1:
+        return [stored]
+    return list(stored) if isinstance(stored, list) and len(stored) == n_requests else None
+
+
+def lmms_doc_hash(doc: Any) -> str:
+    """``doc_hash`` exactly as lmms-eval's evaluator computes it for a logged sample."""
+    from lmms_eval.utils import handle_non_serializable, hash_string
+
+    return hash_string(json.dumps(doc, indent=2, default=handle_non_serializable, ensure_ascii=False))
+
+
+def first_difference(stored: str, now: str) -> str:
+    """A short pointer to where two prompts part, for the error message."""
+    at = next((i for i, (a, b) in enumerate(zip(stored, now)) if a != b), min(len(stored), len(now)))
+    return f"first difference at character {at}: logged {stored[at:at + 40]!r}, now {now[at:at + 40]!r}"
+
+
+class Replay(DocAnsweringModel):
+    """Model args: ``samples=<path to the run's *_results.json>``."""
+
+    is_simple = True
+
+    def __init__(self, samples: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not samples:
+            raise ReplayError("give the run to replay: --model_args samples=<path to its *_results.json>")
+        self.results_path = Path(samples).expanduser().resolve()
+        if not self.results_path.is_file():
+            raise ReplayError(f"{self.results_path} does not exist (model arg samples= must name a *_results.json)")
+        self._samples: dict[str, dict[int, dict[str, Any]]] = {}
+
+    def samples_for(self, task: str) -> dict[int, dict[str, Any]]:
+        if task not in self._samples:
+            self._samples[task] = load_samples(self.results_path, task)
+        return self._samples[task]
+
+    def generate_until(self, requests: list[Instance]) -> list[str]:
+        # lmms-eval hands over every request of the run at once; a document's request count tells how
+        # its logged values are laid out (see request_values)
+        per_doc = Counter((r.task_name, r.doc_id) for r in {id(r): r for r in requests}.values())
+        return [self.reply(request, per_doc[(request.task_name, request.doc_id)]) for request in requests]
+
+    def reply(self, request: Instance, n_requests: int) -> str:
+        task, doc_id = request.task_name, request.doc_id
+        where = f"{samples_path(self.results_path, task)}: task {task!r} doc_id {doc_id}"
+        if (request.repeats or 1) > 1:
+            raise ReplayError(f"{where}: the task has repeats={request.repeats}; replay answers one reply per request")
+        sample = self.samples_for(task).get(doc_id)
+        if sample is None:
+            raise ReplayError(f"{where}: no reply stored for this document (the task has more documents than the run "
+                              "logged: its data changed, or --limit/--offset differ); re-run the model")
+        self.check_same_document(request, sample, where)
+        values = request_values(sample, n_requests)
+        text = reply_text(values[request.idx]) if values is not None and request.idx < len(values) else None
+        if text is None:
+            raise ReplayError(f"{where}: no reply stored for request {request.idx} of this document; re-run the model")
+        return text
+
+    @staticmethod
+    def check_same_document(request: Instance, sample: dict[str, Any], where: str) -> None:
+        """Refuse to answer a document other than the one the reply was made for."""
+        changed = "the data or the task changed since the run, so the stored reply answers another question; " \
+                  "re-run the model (or score with the data and task version of the run)"
+        if request.doc is not None and sample.get("doc_hash") and lmms_doc_hash(request.doc) != sample["doc_hash"]:
+            raise ReplayError(f"{where}: the document differs from the logged one (doc_hash): {changed}")
+        prompt, logged = (request.args[0] if request.args else None), sample.get("input")
+        # `input` is the first argument of the document's first request
+        if request.idx == 0 and isinstance(prompt, str) and isinstance(logged, str) and prompt != logged:
+            raise ReplayError(f"{where}: the prompt differs from the logged one ({first_difference(logged, prompt)}): {changed}")
+
+
+class ReplayChat(Replay):
+    is_simple = False

@@ -1,0 +1,386 @@
+"""``lmms-eval-plugins score OUTPUT_PATH``: finish or re-score a stored run without the model.
+
+A run made with ``--log_samples`` stores every reply of the model. This command runs the real
+lmms-eval CLI again over the run's tasks with ``--model replay`` (:mod:`lmms_eval_plugins.models.replay`),
+which answers each request with its stored reply, so lmms-eval applies the tasks' filters (judges:
+cached verdicts are reused, only the missing ones are asked), ``process_results`` and aggregations
+exactly as in a normal run. The new ``*_results.json`` and ``*_samples_*.jsonl`` are put beside the
+original's (never over a file); the new results name the original model in ``config`` and say where
+they come from under ``"lmms_eval_plugins_score"``. ``lmms-eval-plugins report`` shows, per task, the
+newest results of a folder, so the re-scored ones.
+
+Exit status: 0 when every task has results and no unscored sample; 1 when samples stay unscored (a
+failed model request stays unscored: only the model can answer it), a task has no results or
+lmms-eval failed; 2 for bad input (nothing is written). See docs/score.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from lmms_eval_plugins.outcome import BUDGET_EXCEEDED, REQUEST_FAILED, UNSCORED_FIELD, UNSCORED_METRIC
+
+RESULTS_SUFFIX = "_results.json"
+SCORE_KEY = "lmms_eval_plugins_score"
+JUDGE_ENV = "LMMS_EVAL_PLUGINS_JUDGE"
+JUDGE_MODEL_ENV = "LMMS_EVAL_PLUGINS_JUDGE_MODEL"
+# Unscored because the model gave no reply: replaying the stored reply cannot change that.
+MODEL_FAILURES = (REQUEST_FAILED, BUDGET_EXCEEDED)
+# Options of the original command that decide which documents are scored, the prompt each stored reply
+# is checked against, or how replies are post-processed before scoring: the replay must use the same.
+FORWARDED_VALUES = ("limit", "offset", "num_fewshot", "system_instruction", "reasoning_tags", "include_path")
+FORWARDED_SWITCHES = ("process_with_media",)
+# What labels the run in reports: the original model's, not the replay's.
+RUN_CONFIG_KEYS = ("model", "model_args", "model_backend")
+RUN_TOP_KEYS = ("model_name", "model_name_sanitized", "model_source")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class ScoreInputError(Exception):
+    """Input ``score`` cannot use (exit 2, nothing written); the message names the file and the fix."""
+
+
+# ------------------------------------------------------------------------------------ the stored run
+
+
+def read_results(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScoreInputError(f"{path}: cannot read it ({exc})") from exc
+    except json.JSONDecodeError as exc:
+        raise ScoreInputError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg}); is the file cut short?") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        raise ScoreInputError(f"{path}: not an lmms-eval results file (no \"results\" object)")
+    return data
+
+
+def is_rescore(data: Mapping[str, Any]) -> bool:
+    return SCORE_KEY in data
+
+
+def find_results(output_path: Path, results: str | None = None) -> Path:
+    """The results JSON to re-score: ``results`` (a path, or a file name under OUTPUT_PATH), OUTPUT_PATH
+    itself when it is one, else the newest one under OUTPUT_PATH that is not itself a re-score (so
+    repeated ``score`` calls start from the model's own run; verdicts come from the judge cache)."""
+    if output_path.is_file() and output_path.name.endswith(RESULTS_SUFFIX) and not results:
+        return output_path
+    if not output_path.is_dir():
+        raise ScoreInputError(f"{output_path}: no such folder; give the --output_path of an lmms-eval run")
+    if results:
+        given = Path(results)
+        for candidate in (given, output_path / given):
+            if candidate.is_file():
+                return candidate
+        named = sorted(output_path.rglob(given.name))
+        if len(named) == 1:
+            return named[0]
+        raise ScoreInputError(f"--results {results}: {'several files of that name' if named else 'no such file'} "
+                              f"under {output_path}; give its path")
+    found = sorted(output_path.rglob(f"*{RESULTS_SUFFIX}"), key=lambda p: (p.name, str(p)))
+    if not found:
+        raise ScoreInputError(f"{output_path}: no *{RESULTS_SUFFIX} in it or below it; give the --output_path of an "
+                              "lmms-eval run made with --log_samples")
+    originals, broken = [], []
+    for path in found:
+        try:
+            if not is_rescore(read_results(path)):
+                originals.append(path)
+        except ScoreInputError as exc:
+            broken.append(str(exc))
+    chosen = (originals or found)[-1]  # none readable: reading the newest reports why
+    for problem in broken if originals else ():  # another run's broken file must not block this one
+        print(f"lmms-eval-plugins score: skipping {problem}", file=sys.stderr)
+    if len(originals) > 1:
+        print(f"lmms-eval-plugins score: {len(originals)} runs under {output_path}; re-scoring the newest, {chosen} "
+              "(pick another with --results FILE)", file=sys.stderr)
+    return chosen
+
+
+def run_tasks(data: Mapping[str, Any], requested: str | None, path: Path) -> list[str]:
+    """The run's tasks (not its groups, whose aggregates lmms-eval makes from tasks); a requested
+    group stands for its tasks."""
+    configs = data.get("configs") or {}
+    subtasks = {g: list(m) for g, m in (data.get("group_subtasks") or {}).items() if m}
+    leaves = sorted(configs) or sorted(t for t in data["results"] if t not in subtasks)
+    if not requested:
+        return leaves
+
+    def expand(name: str) -> list[str]:
+        if name in leaves:
+            return [name]
+        if name in subtasks:
+            return [t for member in subtasks[name] for t in expand(member)]
+        raise ScoreInputError(f"task {name!r} is not in {path} (its tasks: {', '.join(leaves)})")
+
+    out: list[str] = []
+    for name in filter(None, (n.strip() for n in requested.split(","))):
+        out += [t for t in expand(name) if t not in out]
+    if not out:
+        raise ScoreInputError("--tasks names no task")
+    return out
+
+
+def check_logged_samples(path: Path, tasks: list[str]) -> None:
+    """Every task's samples file is there and reads (before anything runs)."""
+    from lmms_eval_plugins.models.replay import ReplayError, load_samples, samples_path
+
+    missing = [t for t in tasks if not samples_path(path, t).is_file()]
+    if missing:
+        which = "the run logged no samples" if len(missing) == len(tasks) else f"no logged samples for {', '.join(missing)}"
+        raise ScoreInputError(f"{path}: {which} (expected {samples_path(path, missing[0]).name} beside it). score replays "
+                              "the stored replies: re-run lmms-eval with --log_samples")
+    for task in tasks:
+        try:
+            load_samples(path, task)
+        except ReplayError as exc:
+            raise ScoreInputError(exc.detail) from exc
+
+
+# ------------------------------------------------------------------------------------------ the replay
+
+
+def forwarded_options(config: Mapping[str, Any]) -> list[str]:
+    cli = config.get("resolved_cli_args") or {}
+    out: list[str] = []
+    for name in FORWARDED_VALUES:
+        value = cli.get(name, config.get(name))
+        if value is None or value == "":
+            continue
+        if name == "include_path" and Path(str(value)).exists():
+            value = Path(str(value)).resolve()  # the replay runs in another folder
+        out += [f"--{name}", str(value)]
+    return out + [f"--{name}" for name in FORWARDED_SWITCHES if cli.get(name) is True]
+
+
+def replay_command(path: Path, tasks: list[str], output_dir: Path, config: Mapping[str, Any]) -> list[str]:
+    return [sys.executable, "-m", "lmms_eval", "--model", "replay", "--model_args", f"samples={path.resolve()}",
+            "--tasks", ",".join(tasks), "--output_path", str(output_dir), "--log_samples", "--batch_size", "1",
+            *forwarded_options(config)]
+
+
+def run_replay(command: list[str], env: Mapping[str, str], cwd: Path, verbose: bool) -> tuple[int, str]:
+    """Run lmms-eval; its output is returned (and echoed to stderr as it comes with ``verbose``).
+
+    cwd is a scratch folder: ``python -m`` puts the cwd first on sys.path, and a source checkout there
+    would shadow the installed package."""
+    lines: list[str] = []
+    with subprocess.Popen(command, env=dict(env), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, errors="replace") as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if verbose:
+                sys.stderr.write(line)
+    return process.returncode, "".join(lines)
+
+
+def replay_failure(output: str) -> str | None:
+    """The replay model's own error in lmms-eval's output (lmms-eval logs it and exits 0)."""
+    from lmms_eval_plugins.models.replay import REPLAY_ERROR_MARK
+
+    for line in _ANSI.sub("", output).splitlines():
+        if REPLAY_ERROR_MARK in line:
+            message = line.split(REPLAY_ERROR_MARK, 1)[1].strip()
+            return message.split(". Please set `--verbosity=DEBUG`")[0]
+    return None
+
+
+def tables(output: str) -> str:
+    """lmms-eval's results tables from its output."""
+    blocks, block = [], []
+    for line in _ANSI.sub("", output).splitlines() + [""]:
+        if line.startswith("|"):
+            block.append(line)
+        elif block:
+            blocks.append("\n".join(block))
+            block = []
+    return "\n\n".join(blocks)
+
+
+def check_same_run(original_path: Path, original: Mapping[str, Any], new_path: Path, new: Mapping[str, Any],
+                   tasks: list[str]) -> None:
+    """The replay scored the documents of the run: same task versions, documents and gold answers.
+    (The replay model already refused prompts that differ; this catches what a prompt does not show.)"""
+    from lmms_eval_plugins.models.replay import load_samples, samples_path
+
+    redo = "the stored replies answer other questions; re-run the model (or score with the data and task version of the run)"
+    for task in tasks:
+        if task not in new.get("results", {}):
+            continue
+        was, now = (original.get("versions") or {}).get(task), (new.get("versions") or {}).get(task)
+        if was is not None and now is not None and was != now:
+            raise ScoreInputError(f"{original_path}: task {task!r} was version {was} in the run and is version {now} now: {redo}")
+        stored, scored = load_samples(original_path, task), load_samples(new_path, task)
+        if set(stored) != set(scored):
+            raise ScoreInputError(f"{samples_path(original_path, task)}: task {task!r} logged {len(stored)} documents, "
+                                  f"it has {len(scored)} now (data changed, or another --limit/--offset): {redo}")
+        for doc_id, sample in scored.items():
+            if str(sample.get("target")) != str(stored[doc_id].get("target")):
+                raise ScoreInputError(f"{samples_path(original_path, task)}: task {task!r} doc_id {doc_id}: the gold "
+                                      f"answer differs from the logged one: {redo}")
+
+
+# ------------------------------------------------------------------------------------------ the outcome
+
+
+def unscored_counts(results: Mapping[str, Any], tasks: list[str]) -> dict[str, int]:
+    """task -> unscored samples (every filter's ``unscored`` metric summed)."""
+    counts = {}
+    for task in tasks:
+        metrics = results.get("results", {}).get(task) or {}
+        n = sum(v for k, v in metrics.items() if k.split(",")[0] == UNSCORED_METRIC and isinstance(v, int) and not isinstance(v, bool))
+        if n:
+            counts[task] = n
+    return counts
+
+
+def unscored_reasons(samples_file: Path) -> Counter[str]:
+    """Why the samples of a (just written) samples file are unscored: reason -> count."""
+    reasons: Counter[str] = Counter()
+    for line in samples_file.read_text(encoding="utf-8").splitlines():
+        item = json.loads(line).get(UNSCORED_METRIC) if line.strip() else None
+        if isinstance(item, Mapping) and item.get(UNSCORED_FIELD):
+            reasons[str(item[UNSCORED_FIELD])] += 1
+    return reasons
+
+
+def mark_rescored(new: dict[str, Any], original: Mapping[str, Any], original_path: Path, env: Mapping[str, str]) -> None:
+    """Label the new results with the original run's model, and say where they come from."""
+    config, was = new.setdefault("config", {}), original.get("config") or {}
+    replay = {key: config.get(key) for key in RUN_CONFIG_KEYS}
+    for key in RUN_CONFIG_KEYS:
+        config[key] = was.get(key)
+    for key in RUN_TOP_KEYS:
+        if key in original:
+            new[key] = original[key]
+    new[SCORE_KEY] = {"rescored_from": original_path.name, "judge": env.get(JUDGE_ENV) or None,
+                      "judge_model": env.get(JUDGE_MODEL_ENV) or None, "replay": replay}
+
+
+def install(new_path: Path, new: Mapping[str, Any], scratch: Path, dest: Path) -> Path:
+    """Copy the new files beside the original, never over a file; the results JSON last, so a reader
+    never finds it without its samples."""
+    stem = new_path.name[: -len(RESULTS_SUFFIX)]
+    files = {dest / p.name: p for p in sorted(new_path.parent.glob(f"{stem}_samples_*.jsonl"))}
+    if (scratch / "judge_report.json").is_file():  # the judge accounting of this re-score
+        files[dest / f"judge_report_{stem}.json"] = scratch / "judge_report.json"
+    target = dest / new_path.name
+    clash = [str(p) for p in [*files, target] if p.exists()]
+    if clash:
+        raise FileExistsError(f"not overwriting {', '.join(clash)}; run score again in a second")
+    for to, source in files.items():
+        with source.open("rb") as src, to.open("xb") as out:
+            shutil.copyfileobj(src, out)
+    with target.open("x", encoding="utf-8") as out:
+        out.write(json.dumps(new, indent=2, ensure_ascii=False, default=str))
+    return target
+
+
+def summary(original_path: Path, target: Path, tasks: list[str], new: Mapping[str, Any]) -> tuple[int, list[str]]:
+    """(exit status, lines): 1 while a task has no results or unscored samples."""
+    missing = [t for t in tasks if t not in new.get("results", {})]
+    counts = unscored_counts(new, tasks)
+    head = f"lmms-eval-plugins score: {len(tasks) - len(missing)}/{len(tasks)} task(s) re-scored from {original_path.name} -> {target}"
+    if not missing and not counts:
+        return 0, [f"{head}: every sample scored"]
+    lines = [f"{head}: {sum(counts.values())} sample(s) still unscored" + (f", no results for {', '.join(missing)}" if missing else "")]
+    from lmms_eval_plugins.models.replay import samples_path
+
+    model, other = Counter(), Counter()
+    for task, n in sorted(counts.items()):
+        reasons = unscored_reasons(samples_path(target, task))
+        lines.append(f"  {task}: {n} unscored: " + "; ".join(f"{k} x {_short(r)}" for r, k in reasons.most_common(3)))
+        for reason, k in reasons.items():
+            (model if reason in MODEL_FAILURES else other)[reason] += k
+    if model:
+        lines.append(f"  {sum(model.values())} failed model request(s): the stored reply is the failure, so only the model can "
+                     "answer them: run the original lmms-eval command again (with --use_cache DIR only they are asked again)")
+    if other:
+        lines.append(f"  {sum(other.values())} without a judge verdict: run score again when the judge works "
+                     f"(--judge NAME, --judge-model M, OPENAI_BASE_URL/OPENAI_API_KEY; cached verdicts are reused)")
+    return 1, lines
+
+
+def _short(text: str, limit: int = 140) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ------------------------------------------------------------------------------------------ command
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="lmms-eval-plugins score", description="Finish or re-score a stored lmms-eval "
+                                     "run without the model: its logged replies are scored again by lmms-eval.",
+                                     epilog="Exit status: 0 all scored, 1 samples unscored or a task failed, 2 bad input.")
+    parser.add_argument("output_path", type=Path, help="the --output_path of an lmms-eval run made with --log_samples (or one *_results.json)")
+    parser.add_argument("--results", help="the results JSON to re-score when OUTPUT_PATH holds several runs "
+                                          "(default: the newest that is not itself a re-score)")
+    parser.add_argument("--tasks", help="comma-separated subset of the run's tasks (a group stands for its tasks; default: all)")
+    parser.add_argument("--judge", help=f"judge for this re-score: offline, llm or a registered judge name (sets {JUDGE_ENV})")
+    parser.add_argument("--judge-model", help=f"judge model (sets {JUDGE_MODEL_ENV})")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show lmms-eval's output as it runs")
+    args = parser.parse_args(argv)
+
+    try:
+        original_path = find_results(args.output_path, args.results)
+        original = read_results(original_path)
+        tasks = run_tasks(original, args.tasks, original_path)
+        check_logged_samples(original_path, tasks)
+    except ScoreInputError as exc:
+        print(f"lmms-eval-plugins score: error: {exc}", file=sys.stderr)
+        return 2
+
+    env = dict(os.environ)
+    if args.judge:
+        env[JUDGE_ENV] = args.judge
+    if args.judge_model:
+        env[JUDGE_MODEL_ENV] = args.judge_model
+    print(f"lmms-eval-plugins score: replaying {len(tasks)} task(s) of {original_path} through lmms-eval "
+          f"(--model replay){'' if args.verbose else '; -v shows its output'}", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="lmms-eval-plugins-score-") as scratch_name:
+        scratch = Path(scratch_name)
+        command = replay_command(original_path, tasks, scratch / "out", original.get("config") or {})
+        returncode, output = run_replay(command, env, scratch, args.verbose)
+        produced = sorted((scratch / "out").rglob(f"*{RESULTS_SUFFIX}"))
+        if not produced:
+            mismatch = replay_failure(output)
+            if mismatch:
+                print(f"lmms-eval-plugins score: error: {mismatch}", file=sys.stderr)
+                return 2
+            tail = "\n".join(_ANSI.sub("", output).splitlines()[-40:])
+            print(f"{tail}\nlmms-eval-plugins score: lmms-eval wrote no results (exit status {returncode}); "
+                  "its output ends above; -v shows all of it", file=sys.stderr)
+            return 1
+        new_path = produced[-1]
+        new = read_results(new_path)
+        try:
+            check_same_run(original_path, original, new_path, new, tasks)
+        except ScoreInputError as exc:
+            print(f"lmms-eval-plugins score: error: {exc}", file=sys.stderr)
+            return 2
+        mark_rescored(new, original, original_path, env)
+        try:
+            target = install(new_path, new, scratch / "out", original_path.parent)
+        except OSError as exc:
+            print(f"lmms-eval-plugins score: cannot put the new results beside the run: {exc}", file=sys.stderr)
+            return 1
+    print(tables(output))
+    status, lines = summary(original_path, target, tasks, new)
+    print("\n".join(lines))
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
