@@ -1,1 +1,1 @@
-"""Test and baseline models, registered under ``oracle`` and ``random`` (see discovery.py)."""
+"""Test, baseline and replay models, registered under ``oracle``, ``random`` and ``replay`` (see discovery.py; ``replay`` answers from a stored run for ``lmms-eval-plugins score``)."""
