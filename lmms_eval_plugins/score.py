@@ -55,15 +55,14 @@ class ScoreInputError(Exception):
 
 
 def read_results(path: Path) -> dict[str, Any]:
+    """The results JSON, read and checked by the report's reader (one reader for both commands)."""
+    from lmms_eval_plugins.report import ReportInputError
+    from lmms_eval_plugins.report import read_results as read_results_json
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScoreInputError(f"{path}: cannot read it ({exc})") from exc
-    except json.JSONDecodeError as exc:
-        raise ScoreInputError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg}); is the file cut short?") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
-        raise ScoreInputError(f"{path}: not an lmms-eval results file (no \"results\" object)")
-    return data
+        return read_results_json(path)
+    except ReportInputError as exc:
+        raise ScoreInputError(str(exc)) from exc
 
 
 def is_rescore(data: Mapping[str, Any]) -> bool:
