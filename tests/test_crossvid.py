@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from lmms_eval_plugins.errors import DataError, MediaError
-from lmms_eval_plugins.judges import JudgeErrorRateExceeded
 from lmms_eval_plugins.judges.base import JudgeOutcome
 from lmms_eval_plugins.testing.sample_data import make_crossvid
 from lmms_eval_plugins.testing.task_utils import load_task_utils

@@ -18,14 +18,12 @@ from lmms_eval_plugins.judges import (
     JudgeErrorRateExceeded,
     JudgeFilter,
     JudgeItem,
-    UnknownJudgeError,
     aggregate_judged,
     check_error_rate,
     judged_mean,
     judged_parts,
 )
 
-from lmms_eval_plugins.errors import PluginError
 
 DOCS = [{"question": f"Question {i}?", "answer": "A" if i % 2 else "B"} for i in range(8)]
 
