@@ -64,23 +64,36 @@ def _builtin_judge(name: str) -> Callable[..., Judge]:
     return getattr(import_module(module, __package__), attr)
 
 
-def offline_selected(env: dict[str, str] | None = None) -> bool:
-    """True when ``LMMS_EVAL_PLUGINS_JUDGE=offline`` (the only other accepted value is ``llm``/empty)."""
+def _selected(env: dict[str, str] | None) -> str:
     env = os.environ if env is None else env
-    value = (env.get(ENV_JUDGE) or "").strip().lower()
-    if value in ("", "llm", "online", "api"):
+    return (env.get(ENV_JUDGE) or "").strip()
+
+
+def offline_selected(env: dict[str, str] | None = None) -> bool:
+    """True when ``LMMS_EVAL_PLUGINS_JUDGE=offline``. The other accepted values are ``llm`` (or empty):
+    each task's own judge, and the name of a registered judge: that judge for every judged task
+    (``lmms-eval-plugins score --judge NAME`` re-judges a run with it)."""
+    value = _selected(env)
+    if value.lower() in ("", "llm", "online", "api"):
         return False
-    if value == "offline":
+    if value.lower() == "offline":
         return True
-    raise JudgeConfigError(f"{ENV_JUDGE}={env.get(ENV_JUDGE)!r} is not understood; use {ENV_JUDGE}=offline, or unset it to use the LLM judge")
+    if value in available_judges():
+        return False
+    raise JudgeConfigError(f"{ENV_JUDGE}={value!r} is not understood; use {ENV_JUDGE}=offline, a registered judge "
+                           f"({', '.join(available_judges())}), or unset it to use each task's LLM judge")
 
 
 def resolve_judge_name(name: str, *, offline: bool | None = None, env: dict[str, str] | None = None) -> str:
-    """The judge to use for a task that asks for ``name``: ``<name>_offline`` when offline is selected."""
+    """The judge to use for a task that asks for ``name``: ``<name>_offline`` when offline is selected;
+    the judge named by ``LMMS_EVAL_PLUGINS_JUDGE`` when it names one."""
     if offline is None:
         offline = offline_selected(env)
     if offline and not name.endswith(OFFLINE_SUFFIX):
         return name + OFFLINE_SUFFIX
+    chosen = _selected(env)
+    if not offline and chosen in available_judges():
+        return chosen
     return name
 
 

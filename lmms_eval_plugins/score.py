@@ -29,7 +29,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lmms_eval_plugins.outcome import BUDGET_EXCEEDED, REQUEST_FAILED, UNSCORED_FIELD, UNSCORED_METRIC
+from lmms_eval_plugins.outcome import (
+    BUDGET_EXCEEDED,
+    REQUEST_FAILED,
+    UNSCORED_FIELD,
+    UNSCORED_METRIC,
+)
+from lmms_eval_plugins.tasking import STRICT_ENV
 
 RESULTS_SUFFIX = "_results.json"
 SCORE_KEY = "lmms_eval_plugins_score"
@@ -264,7 +270,8 @@ def mark_rescored(new: dict[str, Any], original: Mapping[str, Any], original_pat
     for key in RUN_TOP_KEYS:
         if key in original:
             new[key] = original[key]
-    new[SCORE_KEY] = {"rescored_from": original_path.name, "judge": env.get(JUDGE_ENV) or None,
+    new[SCORE_KEY] = {"rescored_from": original_path.name, "strict": env.get(STRICT_ENV) == "1",
+                      "judge": env.get(JUDGE_ENV) or None,
                       "judge_model": env.get(JUDGE_MODEL_ENV) or None, "replay": replay}
 
 
@@ -329,6 +336,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--tasks", help="comma-separated subset of the run's tasks (a group stands for its tasks; default: all)")
     parser.add_argument("--judge", help=f"judge for this re-score: offline, llm or a registered judge name (sets {JUDGE_ENV})")
     parser.add_argument("--judge-model", help=f"judge model (sets {JUDGE_MODEL_ENV})")
+    parser.add_argument("--strict", action="store_true", help=f"official-parity parsing where a benchmark has it "
+                        f"(CrossVid's exact-string `score`; sets {STRICT_ENV}=1)")
     parser.add_argument("-v", "--verbose", action="store_true", help="show lmms-eval's output as it runs")
     args = parser.parse_args(argv)
 
@@ -346,6 +355,8 @@ def main(argv: list[str]) -> int:
         env[JUDGE_ENV] = args.judge
     if args.judge_model:
         env[JUDGE_MODEL_ENV] = args.judge_model
+    if args.strict:
+        env[STRICT_ENV] = "1"
     print(f"lmms-eval-plugins score: replaying {len(tasks)} task(s) of {original_path} through lmms-eval "
           f"(--model replay){'' if args.verbose else '; -v shows its output'}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="lmms-eval-plugins-score-") as scratch_name:

@@ -14,6 +14,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 from lmms_eval_plugins.metrics import mean_std
 
 ORACLE_FIELD = "oracle_response"
+# `LMMS_EVAL_PLUGINS_STRICT=1`: official-parity parsing wherever a benchmark has it (`score --strict`).
+STRICT_ENV = "LMMS_EVAL_PLUGINS_STRICT"
 CHANCE_FIELD = "chance_responses"
 ROUND_FIELD = "round"
 
@@ -39,3 +41,10 @@ def by_round(items: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]
 def round_mean_std(items: Sequence[Mapping[str, Any]], metric: Callable[[Sequence[Mapping[str, Any]]], float]) -> tuple[float, float]:
     """``metric`` computed per round, then mean and standard deviation over rounds."""
     return mean_std([metric(group) for group in by_round(items)])
+
+
+def strict_requested(env: Mapping[str, str] | None = None) -> bool:
+    """Whether official-parity (strict) scoring was asked for with ``LMMS_EVAL_PLUGINS_STRICT=1``."""
+    import os
+
+    return (os.environ if env is None else env).get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes")

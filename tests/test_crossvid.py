@@ -511,3 +511,14 @@ def test_a_budget_below_one_frame_per_video_names_the_record():
     for build in (cv.doc_to_messages, cv.doc_to_text):
         with pytest.raises(MediaError, match="no frame could be sampled for Video 1 .* record: CrossVid NC id 0"):
             build(doc)
+
+
+def test_strict_env_makes_score_the_official_exact_string_score(monkeypatch):
+    # `lmms-eval-plugins score --strict` sets LMMS_EVAL_PLUGINS_STRICT=1 for the replayed run
+    assert cv._options({})["strict"] is False
+    monkeypatch.setenv("LMMS_EVAL_PLUGINS_STRICT", "1")
+    assert cv._options({})["strict"] is True
+    doc = doc_for("PI", 0)  # gold B, as in the letter-task test above
+    assert doc["strict"] is True
+    item = cv.score_response(doc, "Answer: B")  # robust reads it, the official exact-string check does not
+    assert (item["robust"], item["strict"], item["score"]) == (1.0, 0.0, 0.0)

@@ -57,7 +57,7 @@ from lmms_eval_plugins.messages import FrameGroup, flat_frames, frame_legend, in
 from lmms_eval_plugins.metrics import interval_iou
 from lmms_eval_plugins.outcome import count_unscored, group_mean, guard_aggregations, with_unscored  # noqa: F401 (group_mean: the group YAMLs' null-safe mean)
 from lmms_eval_plugins.parsing import parse_interval, parse_letter_set, parse_option_letter, parse_order, strip_reasoning
-from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD
+from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD, strict_requested
 
 BENCHMARK = "crossvid"
 HUB_REPO = "Chuntianli/CrossVid"
@@ -526,7 +526,7 @@ def _options(spec: Mapping[str, Any]) -> dict[str, Any]:
     strict = spec.get("strict", False)
     if not isinstance(strict, bool):
         raise DataError(f"'strict' must be true or false, got {strict!r}", fix="strict: true reproduces the official exact-string scoring")
-    return {"frames": frames, "max_long_side": side, "strict": strict}
+    return {"frames": frames, "max_long_side": side, "strict": strict or strict_requested()}
 
 
 def qa_path(root: Path, task: str) -> Path:

@@ -315,6 +315,11 @@ def test_offline_name_resolution(monkeypatch):
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE", "bogus")
     with pytest.raises(JudgeConfigError, match="LMMS_EVAL_PLUGINS_JUDGE"):
         resolve_judge_name("semantic_match")
+    # a registered judge's name replaces each task's judge (`lmms-eval-plugins score --judge NAME`)
+    monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE", "semantic_match_offline")
+    assert resolve_judge_name("semantic_match") == "semantic_match_offline"
+    monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE", "llm")
+    assert resolve_judge_name("semantic_match") == "semantic_match"
 
 
 def test_unknown_judge_and_runtime_registration():
