@@ -371,6 +371,7 @@ class Accounting:
         self._lock = threading.Lock()
         self.by_model: dict[str, Stats] = {}
         self.by_judge: dict[str, Stats] = {}
+        self.failures: dict[str, dict[str, int]] = {}  # judge model -> failed calls by reason
         self.endpoints: set[str] = set()
 
     def bump(self, judge: Judge, model: str | None, **counts: int) -> None:
@@ -382,6 +383,13 @@ class Accounting:
                 for name, value in counts.items():
                     setattr(stats, name, getattr(stats, name) + value)
 
+    def failed(self, judge: Judge, model: str | None, reason: str) -> None:
+        """One failed call (``failed_calls``), counted by reason too ("HTTP 500", "timeout", ...)."""
+        self.bump(judge, model, failed_calls=1)
+        with self._lock:
+            by_reason = self.failures.setdefault(model if model else f"offline:{judge.name}", {})
+            by_reason[reason] = by_reason.get(reason, 0) + 1
+
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
             total = Stats()
@@ -390,6 +398,7 @@ class Accounting:
             return {
                 "by_model": {k: asdict(v) for k, v in sorted(self.by_model.items())},
                 "by_judge": {k: asdict(v) for k, v in sorted(self.by_judge.items())},
+                "failures_by_reason": {k: dict(sorted(v.items())) for k, v in sorted(self.failures.items())},
                 "totals": asdict(total),
                 "endpoints": sorted(self.endpoints),
             }
@@ -727,23 +736,24 @@ class JudgeRuntime:
                 last = f"HTTP {status}: {_short(exc.message)}"
                 retryable = status in RETRY_STATUS or status >= 500
                 if not retryable:
-                    self.accounting.bump(judge, model, failed_calls=1)
+                    self.accounting.failed(judge, model, f"HTTP {status}")
                     if status in FATAL_STATUS and "reason" not in fatal:
                         fatal["reason"] = self.redact(last)
                         logger.error(f"judge endpoint refused the request ({self.redact(last)}); the remaining calls of this batch are not attempted")
                     raise _CallFailed(self.redact(f"{last} (not retried)"), fatal=status in FATAL_STATUS) from None
                 retry_after = parse_retry_after(exc.response.headers if exc.response is not None else None)
+                kind = f"HTTP {status}"
             except openai.APITimeoutError:
-                last = f"timeout after {settings.timeout:g} s"
+                last = kind = f"timeout after {settings.timeout:g} s"
             except openai.APIConnectionError as exc:
-                last = f"connection error: {_short(str(exc.__cause__ or exc))}"
+                last, kind = f"connection error: {_short(str(exc.__cause__ or exc))}", "connection error"
             except _MalformedResponse as exc:
-                last = f"malformed response: {exc}"
+                last, kind = f"malformed response: {exc}", "malformed response"
             except (openai.APIResponseValidationError, ValueError) as exc:
-                last = f"malformed response: {_short(str(exc))}"
+                last, kind = f"malformed response: {_short(str(exc))}", "malformed response"
             except openai.APIError as exc:  # anything else the client raises: treat as transient
-                last = f"{type(exc).__name__}: {_short(str(exc))}"
-            self.accounting.bump(judge, model, failed_calls=1)
+                last, kind = f"{type(exc).__name__}: {_short(str(exc))}", type(exc).__name__
+            self.accounting.failed(judge, model, kind)
             if attempt + 1 < settings.max_attempts:
                 self.accounting.bump(judge, model, retries=1)
                 await asyncio.sleep(self._jitter_delay(settings, attempt, retry_after))

@@ -1522,21 +1522,34 @@ JUDGE_STAT_NAMES = {"failed_calls": "failed", "cache_hits": "cached", "empty_pre
 
 def judge_table(table_id: str, title: str, reports: Sequence[tuple[str, Path, dict[str, Any]]],
                 judge_prefixes: Sequence[str] | None) -> Table | None:
-    cols = [*(Col(JUDGE_STAT_NAMES.get(c, c.replace("_", " "))) for c in JUDGE_STAT_COLUMNS), Col("file")]
+    cols = [*(Col(JUDGE_STAT_NAMES.get(c, c.replace("_", " "))) for c in JUDGE_STAT_COLUMNS), Col("failed calls by reason"),
+            Col("file")]
     rows = []
     for label, path, data in reports:
+        reasons = failure_reasons(data)
         for judge, stats in sorted((data.get("by_judge") or {}).items()):
             if judge_prefixes is not None and not any(judge.startswith(p) for p in judge_prefixes):
                 continue
             if not isinstance(stats, dict):
                 continue
             rows.append((f"{label} · {judge}", [*(fmt(stats.get(c)) if c in stats else "—" for c in JUDGE_STAT_COLUMNS),
-                                                path.name]))
+                                                reasons, path.name]))
     if not rows:
         return None
     return Table(table_id, title, cols, rows, first="model · judge",
-                 note="From the judge runtime's accounting JSON (docs/judges.md); judge errors are left out of the "
-                      "judged metric's denominator, never scored 0.")
+                 note="From the judge runtime's accounting JSON (docs/judges.md); a sample without a verdict is unscored "
+                      "(its judged metric is N/A until `lmms-eval-plugins score`), never scored 0.")
+
+
+def failure_reasons(data: Mapping[str, Any]) -> str:
+    """'HTTP 500: 4, timeout after 60 s: 1' over the judge models of one accounting file ('—' for none)."""
+    total: dict[str, int] = {}
+    for by_reason in (data.get("failures_by_reason") or {}).values():
+        if isinstance(by_reason, dict):
+            for reason, n in by_reason.items():
+                if _is_count(n):
+                    total[str(reason)] = total.get(str(reason), 0) + int(n)
+    return ", ".join(f"{reason}: {n}" for reason, n in sorted(total.items())) or "—"
 
 
 def judge_blocks(b: Builder, entries: Sequence[Entry], prefixes: Sequence[str], bench: str) -> list[Block]:

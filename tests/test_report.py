@@ -513,3 +513,9 @@ def test_unexpected_metric_shapes_do_not_sink_the_report(tmp_path):
     assert tables["crossvid-main"]["m"]["NC"].startswith("25.00") and "3 unparseable" in tables["crossvid-main"]["m"]["NC"]
     assert tables["all-mme"]["score"]["m"] == "1234.50"
     assert tables["virectify-main"]["m"]["counts"] == "2 unparseable (answer)"
+
+
+def test_judge_failures_by_reason_are_summed_over_models():
+    data = {"failures_by_reason": {"gpt-4o": {"HTTP 500": 3, "timeout after 60 s": 1}, "gpt-4.1": {"HTTP 500": 2}}}
+    assert report.failure_reasons(data) == "HTTP 500: 5, timeout after 60 s: 1"
+    assert report.failure_reasons({}) == "—"

@@ -221,6 +221,10 @@ def test_thirty_percent_faults_end_judged_or_marked(server, runtime):
     assert runtime.cache.count() == n - 3  # failures are never cached
     stats = runtime.report()["by_model"]["judge-model"]
     assert stats["judge_errors"] == 3 and stats["retries"] >= faulted
+    # what it cost, by reason: the three permanent 502s were asked 4 times each
+    reasons = runtime.report()["failures_by_reason"]["judge-model"]
+    assert reasons["HTTP 502"] == 3 * 4 and {"HTTP 500", "HTTP 503", "HTTP 429"} <= set(reasons)
+    assert sum(reasons.values()) == stats["failed_calls"]
 
 
 @pytest.mark.parametrize("status", [400, 401, 404])
