@@ -142,6 +142,53 @@ class JudgeOutcome:
 _THINK_BLOCK = re.compile(r"<\s*(think|thinking)\s*>.*?<\s*/\s*\1\s*>", re.IGNORECASE | re.DOTALL)
 _THINK_OPEN = re.compile(r"<\s*(think|thinking)\s*>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"<\s*/\s*(think|thinking)\s*>", re.IGNORECASE)
+_THINK_TAG = re.compile(r"<\s*(/\s*)?(think|thinking)\s*>", re.IGNORECASE)  # an opening or a closing tag
+# Two tag names pair up when _THINK_BLOCK's backreference \1 accepts one for the other (case-insensitively).
+_SAME_NAME = re.compile(r"(think|thinking)\x00\1", re.IGNORECASE)
+
+
+def _remove_think_blocks(text: str) -> str:
+    """``_THINK_BLOCK.sub("", text)`` in linear time.
+
+    The regex scans left to right: at each opening tag it looks ahead for the first closing tag of the
+    same name and removes the block, or, when there is none, moves on -- a search to the end for every
+    unclosed opening tag, quadratic on replies full of them.  Here the tags are found once, and a
+    backward pass gives each opening tag its first later closing tag of the same name.
+    """
+    tags = list(_THINK_TAG.finditer(text))
+    if not tags:
+        return text
+    reps: list[str] = []  # one name of each class of names that pair up
+    rep_of: dict[str, str] = {}
+
+    def name_class(name: str) -> str:
+        rep = rep_of.get(name)
+        if rep is None:
+            rep = next((r for r in reps if _SAME_NAME.fullmatch(f"{r}\x00{name}")), None)
+            if rep is None:
+                reps.append(name)
+                rep = name
+            rep_of[name] = rep
+        return rep
+
+    close_of: list[int | None] = [None] * len(tags)  # opening tag -> index of its closing tag
+    next_close: dict[str, int] = {}
+    for i in range(len(tags) - 1, -1, -1):
+        m = tags[i]
+        if m.group(1) is not None:
+            next_close[name_class(m.group(2))] = i
+        else:
+            close_of[i] = next_close.get(name_class(m.group(2)))
+    out: list[str] = []
+    cursor = 0
+    for i, m in enumerate(tags):
+        close = close_of[i]
+        if close is None or m.start() < cursor:  # a closing tag, no closing tag, or inside a removed block
+            continue
+        out.append(text[cursor : m.start()])
+        cursor = tags[close].end()
+    out.append(text[cursor:])
+    return "".join(out)
 
 
 def strip_think(text: str | None) -> str:
@@ -153,7 +200,7 @@ def strip_think(text: str | None) -> str:
     """
     if not text:
         return ""
-    text = _THINK_BLOCK.sub("", text)
+    text = _remove_think_blocks(text)
     closes = list(_THINK_CLOSE.finditer(text))
     if closes:
         text = text[closes[-1].end():]

@@ -3,12 +3,22 @@
 One row per successful verdict, keyed by a SHA-256 of the judge name and version, the judge model,
 the endpoint, the full request messages and the sampling parameters.  Failures are never stored.
 Each verdict is committed as soon as it is known, so a killed run loses at most the calls in flight.
+
+The cache is not trusted.  Every row read is validated (:func:`validate_row`: columns present and
+typed, score a finite number in [0, 1], detail a JSON object; then :func:`cached_verdict_problem`:
+the judge, prompt version, model and endpoint of the request, the score in the judge's range and
+equal to what the judge's parser reads from the stored reply); a bad row is left out with a warning,
+so the sample is judged again and the new verdict replaces the row.  A file that is not a SQLite
+database, or is damaged (found when it is opened or later in the run), is moved aside and a new
+cache is created; if it cannot be moved, the cache is bypassed for the rest of the process.  Never
+fatal.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sqlite3
 import threading
@@ -17,6 +27,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+from loguru import logger
+
+from .base import Judge, JudgeItem, ReplyParseError
 
 ENV_CACHE = "LMMS_EVAL_PLUGINS_JUDGE_CACHE"
 DEFAULT_CACHE = Path("~/.cache/lmms_eval_plugins/judge_cache.sqlite3")
@@ -36,6 +50,105 @@ CREATE TABLE IF NOT EXISTS verdicts (
     created REAL NOT NULL
 )
 """
+_COLUMNS = ("key", "judge", "judge_version", "model", "endpoint", "score", "detail", "reply", "tokens_in", "tokens_out")
+
+
+class CorruptCacheError(sqlite3.DatabaseError):
+    """The cache file is not a verdict cache we can read (not SQLite, damaged, or missing columns)."""
+
+
+def _is_corrupt(exc: BaseException) -> bool:
+    """Damage to the file itself (not a locked or unwritable database)."""
+    if isinstance(exc, CorruptCacheError):
+        return True
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+    text = str(exc).lower()
+    return "not a database" in text or "malformed" in text
+
+
+class BadCacheRow(ValueError):
+    """A cached verdict row that fails validation (it is ignored and the sample judged again)."""
+
+
+def validate_row(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The typed contents of one cache row, or :class:`BadCacheRow` saying what is wrong.
+
+    Checks what holds for every judge: text columns are non-empty text, ``score`` a finite number in
+    [0, 1], ``detail`` a JSON object, ``reply`` text, token counts non-negative integers."""
+    for name in _COLUMNS:
+        if name not in raw:
+            raise BadCacheRow(f"column {name!r} is missing")
+    for name in ("judge", "judge_version", "model"):
+        if not isinstance(raw[name], str) or not raw[name]:
+            raise BadCacheRow(f"{name} is {raw[name]!r}, not text")
+    if not isinstance(raw["endpoint"], str):
+        raise BadCacheRow(f"endpoint is {raw['endpoint']!r}, not text")
+    score = raw["score"]
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise BadCacheRow(f"score is {score!r}, not a number")
+    if not math.isfinite(score) or not 0.0 <= score <= 1.0:
+        raise BadCacheRow(f"score {score!r} is outside [0, 1]")
+    if not isinstance(raw["detail"], str):
+        raise BadCacheRow(f"detail is {type(raw['detail']).__name__}, not JSON text")
+    try:
+        detail = json.loads(raw["detail"])
+    except (ValueError, RecursionError) as exc:
+        raise BadCacheRow(f"detail is not JSON ({exc})") from None
+    if not isinstance(detail, dict):
+        raise BadCacheRow(f"detail is a JSON {type(detail).__name__}, not an object")
+    if not isinstance(raw["reply"], str):
+        raise BadCacheRow(f"reply is {type(raw['reply']).__name__}, not text")
+    for name in ("tokens_in", "tokens_out"):
+        if isinstance(raw[name], bool) or not isinstance(raw[name], int) or raw[name] < 0:
+            raise BadCacheRow(f"{name} is {raw[name]!r}, not a count")
+    return {
+        "judge": raw["judge"],
+        "version": raw["judge_version"],
+        "model": raw["model"],
+        "endpoint": raw["endpoint"],
+        "score": float(score),
+        "detail": detail,
+        "reply": raw["reply"],
+        "tokens_in": raw["tokens_in"],
+        "tokens_out": raw["tokens_out"],
+    }
+
+
+def cached_verdict_problem(judge: Judge, item: JudgeItem, row: Mapping[str, Any], *, model: str, endpoint: str) -> str | None:
+    """Why the validated row ``row`` (from :meth:`VerdictCache.get_many`) cannot stand as ``judge``'s
+    verdict on ``item`` for this request, or None when it can.
+
+    The row must come from the same judge, prompt version, model and endpoint; its score must be in
+    the judge's range (a binary judge: exactly 0 or 1; any judge: [0, 1]); and for an LLM judge the
+    stored reply must still parse, with the judge's current parser, to the same score (and the same
+    per-point lists for a rubric judge), so a verdict read by an older, more lenient parser is
+    re-judged rather than trusted."""
+    expected = (("judge", judge.name), ("version", judge.version), ("model", model), ("endpoint", sanitise_endpoint(endpoint)))
+    for field, want in expected:
+        if row.get(field) != want:
+            return f"{field} is {row.get(field)!r}, not {want!r}"
+    score = row["score"]
+    if judge.kind == "binary" and score not in (0.0, 1.0):
+        return f"score {score!r} is not 0 or 1"
+    parse = getattr(judge, "parse_reply", None)
+    if parse is None:
+        return None
+    try:
+        verdict = parse(row["reply"], item)
+    except ReplyParseError as exc:
+        return f"its stored reply does not parse ({exc})"
+    except Exception as exc:  # noqa: BLE001 - a judge's parser bug: do not trust the row
+        return f"re-reading its stored reply failed ({exc!r})"
+    if not math.isclose(float(verdict.score), score, rel_tol=0.0, abs_tol=1e-9):
+        return f"score {score!r} is not what its stored reply says ({verdict.score!r})"
+    for field in ("coverage", "correctness"):
+        if field in verdict.detail and row["detail"].get(field) != verdict.detail[field]:
+            return f"detail {field} {row['detail'].get(field)!r} is not what its stored reply says"
+    return None
 
 
 def default_cache_path(env: Mapping[str, str] | None = None) -> Path:
@@ -84,30 +197,124 @@ class VerdictCache:
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid: int | None = None
+        self.bypassed: str | None = None  # why this process judges without the cache (None: it uses it)
+        self._opened: os.stat_result | None = None  # the file the connection has open
 
     # -- connection ---------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA busy_timeout=60000")
-        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if str(mode).lower() != "wal":  # e.g. a file system without shared memory support
-            raise OSError(f"could not put the judge cache {self.path} in WAL mode (got {mode!r})")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(_SCHEMA)
-        self._conn, self._pid = conn, os.getpid()
+        try:
+            opened = os.stat(self.path)
+        except OSError:
+            opened = None
+        try:
+            conn = self._open()
+        except sqlite3.DatabaseError as exc:
+            if not _is_corrupt(exc):
+                raise
+            self._set_aside(exc, opened)  # raises CorruptCacheError if it cannot
+            opened = None
+            conn = self._open()
+        if opened is None:
+            opened = os.stat(self.path)
+        self._conn, self._pid, self._opened = conn, os.getpid(), opened
         return conn
 
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
+        try:
+            conn.execute("PRAGMA busy_timeout=60000")
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":  # e.g. a file system without shared memory support
+                raise OSError(f"could not put the judge cache {self.path} in WAL mode (got {mode!r})")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(_SCHEMA)
+            present = {row[1] for row in conn.execute("PRAGMA table_info(verdicts)")}
+            missing = [c for c in _COLUMNS if c not in present]
+            if missing:
+                raise CorruptCacheError(f"its verdicts table lacks the column(s) {', '.join(missing)}")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _set_aside(self, exc: BaseException, opened: os.stat_result | None) -> None:
+        """Move the damaged cache file ``opened`` (and its -wal/-shm) aside so that a new one can be
+        created; leave it alone if another process has replaced it meanwhile."""
+        try:
+            current = os.stat(self.path)
+        except FileNotFoundError:
+            current = None
+        if opened is None or current is None or (current.st_dev, current.st_ino) != (opened.st_dev, opened.st_ino):
+            logger.warning(f"judge cache {self.path} was damaged ({exc}); another process has replaced it")
+            return
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+        try:
+            os.replace(self.path, aside)
+        except OSError as move_exc:
+            raise CorruptCacheError(f"the judge cache {self.path} is damaged ({exc}) and could not be moved aside ({move_exc})") from exc
+        for suffix in ("-wal", "-shm"):
+            try:
+                os.replace(f"{self.path}{suffix}", f"{aside}{suffix}")
+            except OSError:
+                pass
+        logger.warning(
+            f"judge cache {self.path} is damaged ({exc}); moved it to {aside} and started a new cache "
+            "(the verdicts it held will be asked again)"
+        )
+
+    def _recover(self, exc: BaseException) -> bool:
+        """Damage found while reading or writing: move the file aside and start a new cache (True), or,
+        if that fails, judge without a cache for the rest of the process (False).  One warning."""
+        opened = self._opened
+        if self._conn is not None and self._pid == os.getpid():
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+        self._conn = self._opened = None
+        try:
+            self._set_aside(exc, opened)
+            self._connect()
+            return True
+        except (OSError, sqlite3.Error) as again:
+            self._bypass(again)
+            return False
+
+    def _bypass(self, exc: BaseException) -> None:
+        """Stop using a cache that cannot be read or repaired (one warning)."""
+        if self.bypassed is None:
+            self.bypassed = str(exc)
+            logger.warning(
+                f"judge cache {self.path} is damaged ({exc}); this process judges without it from now on "
+                "(move or delete the file to start a new cache)"
+            )
+        if self._conn is not None and self._pid == os.getpid():
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+        self._conn = None
+
     def check_writable(self) -> None:
-        """Open (creating if needed) and write-test the cache; raises OSError with the path."""
+        """Open (creating if needed) and write-test the cache; raises OSError with the path.
+
+        A damaged file is moved aside and replaced (see :meth:`_connect`); one that cannot be moved
+        aside makes the process judge without the cache (a warning), not an error."""
+        if self.bypassed is not None:
+            return
         try:
             with self._lock:
                 conn = self._connect()
                 conn.execute("BEGIN IMMEDIATE")
                 conn.execute("ROLLBACK")
         except (OSError, sqlite3.Error) as exc:
+            if _is_corrupt(exc):
+                with self._lock:
+                    self._bypass(exc)
+                return
             raise OSError(f"the judge cache {self.path} cannot be opened for writing: {exc}") from exc
 
     def close(self) -> None:
@@ -117,19 +324,39 @@ class VerdictCache:
             self._conn = None
 
     # -- reads --------------------------------------------------------------------------------
-    def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+    def get_many(self, keys: Iterable[str], *, rejected: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+        """The valid rows (see :func:`validate_row`) for ``keys``, by key.
+
+        A row that fails validation is left out (its sample is judged again and the new verdict
+        replaces it); the reason goes into ``rejected`` (key -> reason) when given, else into a
+        warning.  A damaged file makes the cache bypassed: no rows, no error."""
         keys = list(dict.fromkeys(keys))
         found: dict[str, dict[str, Any]] = {}
+        bad: dict[str, str] = {} if rejected is None else rejected
         with self._lock:
-            conn = self._connect()
-            for start in range(0, len(keys), 500):
-                chunk = keys[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = conn.execute(
-                    f"SELECT key, score, detail, reply, tokens_in, tokens_out FROM verdicts WHERE key IN ({marks})", chunk
-                ).fetchall()
-                for key, score, detail, reply, tin, tout in rows:
-                    found[key] = {"score": score, "detail": json.loads(detail), "reply": reply, "tokens_in": tin, "tokens_out": tout}
+            if self.bypassed is not None:
+                return found
+            try:
+                conn = self._connect()
+                for start in range(0, len(keys), 500):
+                    chunk = keys[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    cur = conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM verdicts WHERE key IN ({marks})", chunk)
+                    for values in cur.fetchall():
+                        raw = dict(zip(_COLUMNS, values))
+                        try:
+                            found[raw["key"]] = validate_row(raw)
+                        except BadCacheRow as exc:
+                            bad[raw["key"]] = str(exc)
+            except sqlite3.DatabaseError as exc:
+                if not _is_corrupt(exc):
+                    raise
+                self._recover(exc)  # a new, empty cache (or none): the rows not read yet are asked again
+        if rejected is None and bad:
+            logger.warning(
+                f"judge cache {self.path}: ignored {len(bad)} invalid row(s), their samples are judged again "
+                f"(e.g. {next(iter(bad.values()))})"
+            )
         return found
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -137,6 +364,8 @@ class VerdictCache:
 
     def count(self) -> int:
         with self._lock:
+            if self.bypassed is not None:
+                return 0
             return int(self._connect().execute("SELECT COUNT(*) FROM verdicts").fetchone()[0])
 
     def rows(self) -> list[dict[str, Any]]:
@@ -175,5 +404,14 @@ class VerdictCache:
             time.time(),
         )
         with self._lock:
-            # autocommit mode: each statement is its own transaction, durable once it returns
-            self._connect().execute("INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?)", row)
+            if self.bypassed is not None:
+                return
+            insert = f"INSERT OR REPLACE INTO verdicts ({', '.join(_COLUMNS)}, created) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+            try:
+                # autocommit mode: each statement is its own transaction, durable once it returns
+                self._connect().execute(insert, row)
+            except sqlite3.DatabaseError as exc:
+                if not _is_corrupt(exc):
+                    raise
+                if self._recover(exc):
+                    self._connect().execute(insert, row)

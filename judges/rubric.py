@@ -31,49 +31,79 @@ from .base import (
     strip_think,
 )
 
-_SCORE_BLOCK = re.compile(r"<\s*score\s*>(.*?)<\s*/\s*score\s*>", re.IGNORECASE | re.DOTALL)
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
-_TRUE = {"true", "yes", "1", "covered", "correct"}
-_FALSE = {"false", "no", "0", "not covered", "incorrect", "not correct"}
+# The reply format the official prompt asks for: one <score>...</score> block holding the JSON object.
+# Tag variants (case, inner spaces) are only recognised so that a second block, in any spelling, is
+# refused; the one block must be spelled exactly <score>...</score>, as the official scorer reads it.
+_SCORE_OPEN = re.compile(r"<\s*score\s*>", re.IGNORECASE)
+_SCORE_CLOSE = re.compile(r"<\s*/\s*score\s*>", re.IGNORECASE)
+_RUBRIC_KEYS = ("coverage", "correctness")
 
 
-def _as_flag(value: Any) -> int:
-    if isinstance(value, bool):
+def _flag(value: Any, key: str, index: int) -> int:
+    """0/1 from a JSON true/false or the integers 0 and 1; nothing else (not 1.0, "true", null)."""
+    if type(value) is bool:
         return int(value)
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return int(value)
-    if isinstance(value, str) and value.strip().lower() in _TRUE:
-        return 1
-    if isinstance(value, str) and value.strip().lower() in _FALSE:
-        return 0
-    raise ReplyParseError(f"a coverage/correctness entry is {value!r}, not true/false")
+    if type(value) is int and value in (0, 1):
+        return value
+    raise ReplyParseError(f'"{key}"[{index}] is {json.dumps(value)}, not true/false (or 0/1)')
 
 
-def _loads_lenient(text: str) -> Any:
-    text = _FENCE.sub("", text.strip())
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    dupes = sorted({k for k in keys if keys.count(k) > 1})
+    if dupes:
+        raise ReplyParseError(f"the <score> JSON repeats the key(s) {', '.join(map(repr, dupes))}")
+    return dict(pairs)
+
+
+def _no_constant(name: str) -> Any:
+    raise ReplyParseError(f"the <score> JSON holds {name}, which is not JSON")
+
+
+def _loads_strict(text: str) -> Any:
+    """RFC 8259 JSON only: no code fences, single quotes, Python literals, trailing commas, NaN or
+    Infinity, and no repeated keys."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    fixed = re.sub(r"\bTrue\b", "true", text)
-    fixed = re.sub(r"\bFalse\b", "false", fixed)
-    fixed = fixed.replace("'", '"')
-    fixed = re.sub(r",\s*([\]}])", r"\1", fixed)
-    try:
-        return json.loads(fixed)
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
-        raise ReplyParseError(f"the <score> block is not JSON ({exc.msg})") from None
+        raise ReplyParseError(f"the <score> block is not strict JSON ({exc.msg} at character {exc.pos})") from None
+    except RecursionError:
+        raise ReplyParseError("the <score> block nests too deeply to be the verdict") from None
 
 
 def parse_rubric_reply(reply: str, n_points: int) -> tuple[list[int], list[int]]:
-    """(coverage, correctness) as 0/1 lists from the judge's last ``<score>`` block."""
+    """(coverage, correctness) as 0/1 lists from the judge's one ``<score>`` block.
+
+    After the judge's ``<think>`` blocks are removed, the reply must hold exactly one
+    ``<score>...</score>`` block (text around it is allowed; a second block, even one spelled
+    ``<SCORE>`` or ``< score >``, is refused rather than choosing one), whose content, stripped of
+    surrounding whitespace, is strict JSON: an object with exactly the keys ``coverage`` and
+    ``correctness``, each a list of ``n_points`` entries that are true/false or 0/1.  Anything else
+    raises :class:`ReplyParseError` (the runtime re-asks, then records a judge error).
+
+    The official CrossVid scorer (``eval/score_CCQA.py``) reads the first ``<score>`` block with
+    ``json.loads`` and checks only that the two lists have the same length; for a reply without
+    ``<think>`` blocks, every reply accepted here gives the same lists there.  Two blocks are refused
+    here where the official scorer would take the first.
+    """
     text = strip_think(reply)
-    blocks = _SCORE_BLOCK.findall(text)
-    if not blocks:
+    opens, closes = list(_SCORE_OPEN.finditer(text)), list(_SCORE_CLOSE.finditer(text))
+    if not opens and not closes:
         raise ReplyParseError("no <score>...</score> block in the reply")
-    data = _loads_lenient(blocks[-1])
-    if not isinstance(data, dict) or "coverage" not in data or "correctness" not in data:
-        raise ReplyParseError('the <score> block must be a JSON object with "coverage" and "correctness" lists')
+    if len(opens) != 1 or len(closes) != 1:
+        raise ReplyParseError(
+            f"the reply must hold exactly one <score>...</score> block, it has {len(opens)} <score> and "
+            f"{len(closes)} </score> tags"
+        )
+    start, end = opens[0], closes[0]
+    if start.group(0) != "<score>" or end.group(0) != "</score>" or end.start() < start.end():
+        raise ReplyParseError("the verdict must be wrapped as <score>...</score> (lowercase, in that order)")
+    data = _loads_strict(text[start.end() : end.start()].strip())
+    if not isinstance(data, dict) or sorted(data) != sorted(_RUBRIC_KEYS):
+        got = sorted(data) if isinstance(data, dict) else type(data).__name__
+        raise ReplyParseError(
+            f'the <score> block must be a JSON object with exactly the keys "coverage" and "correctness", got {got}'
+        )
     coverage, correctness = data["coverage"], data["correctness"]
     if not isinstance(coverage, list) or not isinstance(correctness, list):
         raise ReplyParseError('"coverage" and "correctness" must be lists')
@@ -82,7 +112,10 @@ def parse_rubric_reply(reply: str, n_points: int) -> tuple[list[int], list[int]]
             f"expected {n_points} entries in each list (one per scoring point), got "
             f"{len(coverage)} coverage and {len(correctness)} correctness"
         )
-    return [_as_flag(v) for v in coverage], [_as_flag(v) for v in correctness]
+    return (
+        [_flag(v, "coverage", i) for i, v in enumerate(coverage)],
+        [_flag(v, "correctness", i) for i, v in enumerate(correctness)],
+    )
 
 
 def rubric_verdict(coverage: list[int], correctness: list[int], **extra: Any) -> Verdict:

@@ -49,7 +49,13 @@ from .base import (
     Verdict,
     strip_think,
 )
-from .cache import VerdictCache, default_cache_path, sanitise_endpoint, verdict_key
+from .cache import (
+    VerdictCache,
+    cached_verdict_problem,
+    default_cache_path,
+    sanitise_endpoint,
+    verdict_key,
+)
 
 # ---- configuration variables (documented in docs/judges.md) ------------------------------------
 ENV_API_KEY = "OPENAI_API_KEY"
@@ -118,6 +124,9 @@ class Endpoint:
     api_key: str = field(repr=False)
     source: str = ""  # the variable the URL came from (ENV_API_KEY: the OpenAI default), "" if given directly
 
+    def __post_init__(self) -> None:
+        reject_url_credentials(self.base_url, self.source or "the judge endpoint")
+
     def __repr__(self) -> str:  # pragma: no cover - trivial
         return f"Endpoint(base_url={sanitise_endpoint(self.base_url)!r}, api_key=***, source={self.source!r})"
 
@@ -142,6 +151,21 @@ class Endpoint:
 
 def _set(env: Mapping[str, str], name: str) -> str:
     return (env.get(name) or "").strip()
+
+
+def reject_url_credentials(url: str, source: str) -> None:
+    """Refuse a URL that carries ``user:password@``: the client would send it as Basic auth, and the
+    URL is shown and stored in places a key must never reach. The message names only the host."""
+    try:
+        parts = urlsplit(url)
+        has_credentials = parts.username is not None or parts.password is not None
+    except ValueError:
+        has_credentials = "@" in url.split("/", 3)[2] if url.count("/") >= 2 else "@" in url
+    if has_credentials:
+        raise JudgeConfigError(
+            f"{source} holds credentials (user:password@ before {endpoint_host(url)}); the judge never sends a URL's "
+            f"credentials: put the key in {ENV_API_KEY} and give the URL without them"
+        )
 
 
 def endpoint_from_env(env: Mapping[str, str] | None = None) -> Endpoint | None:
@@ -541,8 +565,9 @@ class JudgeRuntime:
             assert endpoint is not None and model is not None
             self.redact.add(endpoint.api_key)
             self.accounting.endpoints.add(endpoint.display)
+            rejected: dict[str, str] = {}  # cache rows that failed validation: key -> why
             try:
-                cached = self.cache.get_many(job.key for job in pending)
+                cached = self.cache.get_many((job.key for job in pending), rejected=rejected)
             except (sqlite3.Error, OSError) as exc:  # judge without the cache rather than lose the run
                 logger.error(f"judge cache {self.cache_path} unreadable ({exc}); judging without it")
                 cached = {}
@@ -551,6 +576,10 @@ class JudgeRuntime:
             first_of: dict[str, _Job] = {}
             for job in pending:
                 row = cached.get(job.key)
+                if row is not None:  # never trusted: a row that is not this judge's verdict is judged again
+                    problem = cached_verdict_problem(judge, job.item, row, model=model, endpoint=endpoint.base_url)
+                    if problem is not None:
+                        rejected[job.key], row = problem, None
                 if row is None:
                     if job.key in first_of:
                         duplicates.append((job, first_of[job.key]))
@@ -562,6 +591,11 @@ class JudgeRuntime:
                     name=judge.name, version=judge.version, model=model, verdict=row["score"], detail=row["detail"], cached=True
                 )
                 self.accounting.bump(judge, model, verdicts=1, cache_hits=1)
+            if rejected:
+                logger.warning(self.redact(
+                    f"judge cache {self.cache_path}: ignored {len(rejected)} invalid cached verdict(s) of "
+                    f"{judge.name}@{judge.version}; judging them again (e.g. {next(iter(rejected.values()))})"
+                ))
             if to_call:
                 settings = settings or RuntimeSettings.from_env()
                 logger.info(

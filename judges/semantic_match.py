@@ -26,18 +26,27 @@ from .base import (
     strip_think,
 )
 
-# a standalone 0 or 1: not part of a number or a word ("10", "0.5", "v1" do not count)
-_BINARY_TOKEN = re.compile(r"(?<![0-9A-Za-z.])([01])(?![0-9A-Za-z]|\.\d)")
+# The whole verdict, as the Table 5 prompt asks ("Only output 0 or 1"): after the reasoning blocks and
+# the surrounding whitespace are removed, the reply is the digit 0 or 1, optionally followed by one
+# period, optionally wrapped in one pair of ** (markdown bold) or ` (code); the period may sit inside
+# or outside the wrapper.  Nothing else: no words, no second digit, no other wrapper, no full-width
+# digits.  Accepted: 1  1.  **1**  **1.**  **1**.  `1`  `1.`  `1`.  (and the same with 0).
+_BINARY_REPLY = re.compile(r"([01])\.?|\*\*([01])\.?\*\*|`([01])\.?`|\*\*([01])\*\*\.|`([01])`\.")
 
 
 def parse_binary_reply(reply: str) -> int:
-    """The judge's final 0/1: the last standalone 0 or 1 after removing its reasoning blocks."""
-    text = strip_think(reply)
-    matches = _BINARY_TOKEN.findall(text)
-    if not matches:
-        shown = text.strip().replace("\n", " ")[:80]
-        raise ReplyParseError(f"no standalone 0 or 1 in the reply {shown!r}")
-    return int(matches[-1])
+    """The judge's verdict, 0 or 1: the reply (its ``<think>`` blocks and surrounding whitespace
+    removed) must be exactly one of the formats of ``_BINARY_REPLY``; anything else, e.g. a verdict in
+    prose, "Score: 1", "1/1", or a reply quoting the judged answer, raises :class:`ReplyParseError`
+    (the runtime re-asks, then records a judge error).  Never a guess."""
+    text = strip_think(reply).strip()
+    match = _BINARY_REPLY.fullmatch(text)
+    if match is None:
+        shown = " ".join(text.split())[:80]
+        if not shown:
+            raise ReplyParseError("the reply is empty; expected exactly 0 or 1")
+        raise ReplyParseError(f"the reply must be exactly 0 or 1, got {shown!r}")
+    return int(next(g for g in match.groups() if g is not None))
 
 
 class SemanticMatchJudge(LLMJudge):

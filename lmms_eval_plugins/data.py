@@ -22,7 +22,7 @@ import tempfile
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from typing import Any, Callable, Iterable, Literal, Sequence
 
 from lmms_eval_plugins.errors import DataError, MediaError
@@ -79,17 +79,57 @@ def resolve_source(benchmark: str, source: str, *, sample_dir: Path, hub_repo: s
     return DataSource(benchmark, "hub", None, hub_repo)
 
 
-def safe_path(root: Path, relative: str, *, record: str) -> Path:
-    """``root/relative``, refusing absolute paths and anything that resolves outside ``root``."""
-    if not isinstance(relative, str) or not relative.strip():
-        raise DataError("a media path is empty", record=record, path=str(root), fix="fill in the record's path")
-    candidate = Path(relative)
-    root_resolved = root.resolve()
-    resolved = (root_resolved / candidate).resolve()
-    if candidate.is_absolute() or not resolved.is_relative_to(root_resolved):
-        raise DataError(f"path {relative!r} escapes the benchmark folder", record=record, path=str(root),
-                        fix="paths in records must be relative to the benchmark folder and stay inside it")
-    return resolved
+def safe_path(root: str | Path, value: Any, *, record: str | None, field: str = "path", name: bool = False,
+              under: str = "", suffix: str = "", within: str | Path | None = None) -> Path:
+    """The one containment rule for every path built from data: the real path of ``root/under/value+suffix``.
+
+    ``value`` comes from the data: a path relative to ``root`` or, with ``name=True``, an id used as a
+    file name. It must be a non-empty string, relative (no leading ``/``, no drive), with ``/`` as the
+    only separator (no backslash), no NUL byte and no ``..`` component; with ``name=True`` it may hold no
+    ``/`` and no ``..`` at all. ``under`` (a folder) and ``suffix`` (an extension) come from code.
+    Symbolic links are resolved (``os.path.realpath``) and the real path must lie inside the real
+    ``within`` (default: ``root``): a link pointing elsewhere inside it is fine, one pointing out is not.
+    ``within`` is wider than ``root`` only where the data's own files are links into a store next to
+    it (a hub snapshot, see :func:`hub_store`) or to check a file against the benchmark folder it sits
+    in. The path need not exist. Anything else raises :class:`DataError` naming the record, the field,
+    the offending value and the root, with the fix.
+    """
+    def refuse(problem: str, fix: str) -> DataError:
+        return DataError(f"{field} {value!r} {problem}", record=record, path=str(root), fix=fix)
+
+    relative_fix = (f"write the record's {field} relative to the benchmark folder, with '/' separators, "
+                    "and keep it inside that folder")
+    if not isinstance(value, str):
+        raise refuse("is not a string", relative_fix)
+    if not value.strip():
+        raise refuse("is empty", f"fill in the record's {field}")
+    if "\0" in value:
+        raise refuse("holds a NUL byte", f"remove the NUL byte from the record's {field}")
+    if "\\" in value:
+        raise refuse("holds a backslash; only '/' separates folders here", relative_fix)
+    if PureWindowsPath(value).anchor or Path(value).is_absolute():
+        raise refuse("is absolute, so it escapes the benchmark folder", relative_fix)
+    if name and ("/" in value or ".." in value):
+        raise refuse("is used as a file name, so it may hold no '/' and no '..'",
+                     f"give the record a plain {field} (letters, digits, '_', '-', '.')")
+    if ".." in value.split("/"):
+        raise refuse("escapes the benchmark folder ('..')", relative_fix)
+    container = Path(os.path.realpath(within if within is not None else root))
+    real = Path(os.path.realpath(Path(root, under, value + suffix)))
+    if not real.is_relative_to(container):
+        raise refuse(f"escapes the benchmark folder: it resolves to {real}, outside {container} "
+                     "(a symbolic link pointing out of the folder)",
+                     "copy the file into the benchmark folder, or link it to a place inside that folder")
+    return real
+
+
+def hub_store(snapshot: Path) -> Path:
+    """The hub cache folder of the repository a ``snapshot_download`` folder belongs to.
+
+    A snapshot's files are symbolic links into the repository's ``blobs/`` folder next to ``snapshots/``:
+    pass this as ``within`` to :func:`safe_path` for paths read from a snapshot.
+    """
+    return snapshot.parent.parent if snapshot.parent.name == "snapshots" else snapshot
 
 
 def require_file(path: Path, *, record: str, what: str, fix: str) -> Path:
@@ -98,9 +138,11 @@ def require_file(path: Path, *, record: str, what: str, fix: str) -> Path:
     return path
 
 
-def find_with_extensions(folder: Path, stem: str, extensions: Sequence[str]) -> Path | None:
+def find_with_extensions(root: Path, stem: str, extensions: Sequence[str], *, record: str | None,
+                         field: str = "question_id", under: str = "", within: Path | None = None) -> Path | None:
+    """The first existing ``root/under/<stem>.<ext>``; ``stem`` (an id from the data) goes through :func:`safe_path`."""
     for ext in extensions:
-        path = folder / f"{stem}.{ext}"
+        path = safe_path(root, stem, record=record, field=field, name=True, under=under, suffix=f".{ext}", within=within)
         if path.is_file():
             return path
     return None

@@ -7,7 +7,9 @@ Frames leave this module as RGB PIL images, ready for lmms-eval's chat content
 from __future__ import annotations
 
 import math
+import os
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -15,8 +17,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from PIL import Image
+from PIL import Image, ImageFile
 
+from lmms_eval_plugins.data import safe_path
 from lmms_eval_plugins.errors import MediaError
 
 if TYPE_CHECKING:
@@ -28,6 +31,9 @@ IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp"})
 # seeks before almost every frame and ffmpeg's frame threads are flushed at each seek. On the bench,
 # decord's automatic thread count was no faster, and it would compete with the model's own threads.
 DECODE_THREADS = 1
+MAX_PIXELS_ENV = "LMMS_EVAL_PLUGINS_MAX_IMAGE_PIXELS"
+DEFAULT_MAX_IMAGE_PIXELS = 100_000_000  # 10,000 x 10,000: far above any benchmark image, far below a bomb
+_STRICT_DECODE = threading.Lock()  # LOAD_TRUNCATED_IMAGES is process-wide: one strict decode at a time
 
 
 @dataclass(frozen=True)
@@ -261,15 +267,40 @@ def load_image(path: str | Path, record_id: str | None = None, max_long_side: in
     return _load_image(_existing(path, "image", record_id), record_id, max_long_side)[0]
 
 
+def max_image_pixels() -> int:
+    """The largest image (width x height) we decode: ``LMMS_EVAL_PLUGINS_MAX_IMAGE_PIXELS``, default 100 M."""
+    raw = os.environ.get(MAX_PIXELS_ENV, "").strip()
+    try:
+        return int(raw) if raw else DEFAULT_MAX_IMAGE_PIXELS
+    except ValueError:
+        raise MediaError(f"{MAX_PIXELS_ENV}={raw!r} is not a whole number", fix="e.g. 100000000") from None
+
+
 def _load_image(path: Path, record_id: str | None, max_long_side: int | None) -> tuple[Image.Image, tuple[int, int]]:
-    """The RGB image (shrunk) and its original (width, height)."""
+    """The RGB image (shrunk) and its original (width, height).
+
+    Never decoded silently: lmms-eval turns on PIL's ``LOAD_TRUNCATED_IMAGES`` for the whole process
+    (a cut-off file would come out grey at the bottom), so we decode with it off; and an image above
+    :func:`max_image_pixels` (a decompression bomb) is refused before it is decoded.
+    """
     try:
         with Image.open(path) as im:
             size = im.size
+            limit = max_image_pixels()
+            if size[0] * size[1] > limit:
+                raise MediaError(f"image has {size[0]} x {size[1]} pixels, above the limit of {limit:,} "
+                                 "(a decompression bomb, or a genuine huge image)", record=record_id, path=str(path),
+                                 fix=f"check the file; if it is genuine, raise {MAX_PIXELS_ENV}")
             # JPEG can decode at 1/2, 1/4 or 1/8 scale: ask for no less than the target size.
             im.draft("RGB", fit_size(*size, max_long_side))
+            with _STRICT_DECODE:
+                saved, ImageFile.LOAD_TRUNCATED_IMAGES = ImageFile.LOAD_TRUNCATED_IMAGES, False
+                try:
+                    im.load()
+                finally:
+                    ImageFile.LOAD_TRUNCATED_IMAGES = saved
             return resize_down(im.convert("RGB"), max_long_side), size
-    except OSError as exc:  # PIL.UnidentifiedImageError and truncated files are OSErrors
+    except (OSError, Image.DecompressionBombError) as exc:  # unidentified, truncated, corrupt, bomb
         raise _undecodable("image", path, record_id, exc) from exc
 
 
@@ -351,11 +382,19 @@ def _length(video: VideoRequest) -> float:
 _NUMBER = re.compile(r"\d+")
 
 
-def frame_files(folder: str | Path, record_id: str | None = None) -> list[tuple[int, Path]]:
-    """(frame number, path) of the images in a frame folder, sorted by the last integer in each name."""
-    root = _existing(folder, "frame folder", record_id, folder=True)
+def frame_files(folder: str | Path, record_id: str | None = None, *,
+                root: str | Path | None = None) -> list[tuple[int, Path]]:
+    """(frame number, path) of the images in a frame folder, sorted by the last integer in each name.
+
+    With ``root`` (the benchmark folder the frames come from), the folder and every frame file must
+    resolve inside it (:func:`lmms_eval_plugins.data.safe_path`: a symbolic link out is a DataError);
+    the paths returned are then the files' real paths.
+    """
+    folder_path = _existing(folder, "frame folder", record_id, folder=True)
+    if root is not None:
+        folder_path = safe_path(folder_path, ".", record=record_id, field="frame folder", within=root)
     files = []
-    for p in root.iterdir():
+    for p in folder_path.iterdir():
         if p.suffix.lower() not in IMAGE_SUFFIXES:
             continue
         numbers = _NUMBER.findall(p.stem)
@@ -366,12 +405,14 @@ def frame_files(folder: str | Path, record_id: str | None = None) -> list[tuple[
                 path=str(p),
                 fix="name frame images with their frame number (e.g. 000123.jpg) or move other images out",
             )
+        if root is not None:  # the number is the link's name; the path is where it really leads
+            p = safe_path(folder_path, p.name, record=record_id, field="frame file", within=root)
         files.append((int(numbers[-1]), p))
     if not files:
         raise MediaError(
             "frame folder holds no images",
             record=record_id,
-            path=str(root),
+            path=str(folder_path),
             fix=f"extract the frames ({', '.join(sorted(IMAGE_SUFFIXES))}) into this folder",
         )
     return sorted(files)
@@ -384,13 +425,14 @@ def sample_frame_folder(
     fps: float = 1.0,
     max_long_side: int | None = None,
     record_id: str | None = None,
+    root: str | Path | None = None,
 ) -> SampledFrames:
     """`num_frames` images spread uniformly (`uniform_indices`) over a folder of numbered frames.
 
     `indices` are positions in the sorted list, `frame_numbers` the numbers in the file names, and
-    timestamps are position / fps.
+    timestamps are position / fps. `root`: see `frame_files` (frames must resolve inside it).
     """
-    files = frame_files(folder, record_id)
+    files = frame_files(folder, record_id, root=root)
     positions = uniform_indices(len(files), num_frames)
     loaded = [_load_image(files[i][1], record_id, max_long_side) for i in positions]
     return SampledFrames(

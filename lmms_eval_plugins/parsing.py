@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 __all__ = [
     "Parsed",
@@ -127,12 +127,11 @@ def strip_reasoning(text: str) -> str:
 
 
 # Commands whose braces are unwrapped by clean_markup; only boxed/fbox count as "an answer box".
-_BRACE_CMD = re.compile(r"\\(boxed|fbox|textbf|text|mathbf|mathrm)\s*\{|[{}]")
+_BRACE_CMD = re.compile(r"\\(boxed|fbox|textbf|text|mathbf|mathrm)\s*\{|(\{)|\}")  # lastindex: 1, 2, None
 _BOX_CMDS = frozenset({"boxed", "fbox"})
 
 
-@dataclass(frozen=True)
-class _BraceSpan:
+class _BraceSpan(NamedTuple):  # a tuple: built once per span, so cheaper than a dataclass
     cmd: str  # "boxed", "fbox", "text", ...
     cmd_start: int  # index of the backslash
     content_start: int  # index after "{"
@@ -143,17 +142,18 @@ def _brace_spans(text: str) -> list[_BraceSpan]:
     """All balanced ``\\cmd{...}`` spans in one linear pass (unbalanced ones are ignored)."""
     stack: list[tuple[str | None, int, int]] = []  # (cmd or None for a plain "{", cmd_start, content_start)
     spans: list[_BraceSpan] = []
-    for m in _BRACE_CMD.finditer(text):
-        tok = m.group(0)
-        if tok == "}":
+    plain = (None, -1, -1)
+    for m in _BRACE_CMD.finditer(text):  # one token per iteration: kept lean, replies may hold 10^5 of them
+        kind = m.lastindex
+        if kind is None:  # "}"
             if stack:
                 cmd, cmd_start, content_start = stack.pop()
                 if cmd is not None:
                     spans.append(_BraceSpan(cmd, cmd_start, content_start, m.start()))
-        elif tok == "{":
-            stack.append((None, m.start(), m.end()))
+        elif kind == 2:  # a plain "{"
+            stack.append(plain)
         else:
-            stack.append((m.group(1), m.start(), m.end()))
+            stack.append((m.group(1), *m.span()))
     spans.sort(key=lambda s: s.cmd_start)
     return spans
 
@@ -171,23 +171,43 @@ def clean_markup(text: str) -> str:
     emphasis (``*``, ``**``, ``~~``, backticks, and ``__`` at word edges -- a single ``_`` inside
     a word is kept because label names such as ``B_Reasoning_Error`` use it) and heading marks.
     """
-    text = _as_text(text)
-    if "\\" in text:
-        spans = _brace_spans(text)
-        if spans:
-            drop: list[tuple[int, int]] = []
-            for s in spans:
-                drop.append((s.cmd_start, s.content_start))
-                drop.append((s.close, s.close + 1))
-            drop.sort()
-            out: list[str] = []
-            cursor = 0
-            for a, b in drop:
-                if a >= cursor:
-                    out.append(text[cursor:a])
-                    cursor = b
-            out.append(text[cursor:])
-            text = "".join(out)
+    return _strip_inline_markup(_unwrap(_as_text(text)).text)
+
+
+class _Unwrapped(NamedTuple):
+    text: str  # the input with the balanced commands' ``\\cmd{`` and ``}`` removed
+    spans: list[_BraceSpan]  # those commands, by position
+    drop: list[tuple[int, int]]  # the removed pieces, sorted
+
+
+def _unwrap(text: str) -> _Unwrapped:
+    """clean_markup's first step: unwrap the balanced ``\\boxed{X}``, ``\\text{X}``... commands."""
+    if "\\" not in text:
+        return _Unwrapped(text, [], [])
+    spans = _brace_spans(text)
+    if not spans:
+        return _Unwrapped(text, spans, [])
+    drop = _command_pieces(spans)
+    return _Unwrapped(_drop_pieces(text, drop), spans, drop)
+
+
+def _command_pieces(spans: list[_BraceSpan]) -> list[tuple[int, int]]:
+    """(start, end) of the pieces that unwrapping removes: each span's ``\\cmd{`` and its ``}``, sorted.
+    They never overlap: each is one token of _BRACE_CMD, and a token opens or closes one span at most."""
+    drop = [(s.cmd_start, s.content_start) for s in spans]
+    drop += [(s.close, s.close + 1) for s in spans]
+    drop.sort()
+    return drop
+
+
+def _drop_pieces(text: str, drop: list[tuple[int, int]]) -> str:
+    kept = [text[end:start] for (_, end), (start, _) in zip([(0, 0), *drop], drop)]
+    kept.append(text[drop[-1][1] :] if drop else text)
+    return "".join(kept)
+
+
+def _strip_inline_markup(text: str) -> str:
+    """clean_markup's steps after unwrapping commands: box markers, ``$``, headings, emphasis."""
     text = _BEGIN_END_BOX.sub("", text)
     text = text.replace("$", "")
     text = _HEADING.sub("", text)
@@ -222,11 +242,47 @@ def _outermost(boxes: list[_BraceSpan]) -> list[_BraceSpan]:
     return out
 
 
-def _box_contents(text: str) -> list[str]:
-    """Contents of every boxed/fbox span, in order of position."""
-    if "\\" not in text:
-        return []
-    return [text[s.content_start : s.close] for s in _brace_spans(text) if s.cmd in _BOX_CMDS]
+# The box rules of parse_option_letter and parse_letter_set read a box only when its content, with its
+# LaTeX commands unwrapped, is at most this long: a bare letter is at most 64 characters and a letter
+# list at most 1000 (_bare_letter, _letter_run), so a longer box is prose. The bound keeps the work
+# linear: without it, each of 10^5 nested boxes would be cleaned in full (quadratic time).
+_MAX_ANSWER_BOX = 1000
+
+
+def _unwrapped_boxes(unwrapped: _Unwrapped, limit: int = _MAX_ANSWER_BOX) -> Iterator[str]:
+    """The content of every boxed/fbox span with its commands unwrapped (clean_markup's first step),
+    last box by position first (what ``clean_markup(content)`` starts from, computed without cleaning
+    each content again). Boxes longer than ``limit`` once unwrapped are skipped, and a content equal to
+    one already given is not given again (same content, same answer: nested boxes such as
+    ``\\boxed{\\boxed{B}}`` repeat it).
+
+    ``unwrapped`` is the whole text unwrapped once (:func:`_unwrap`); it is sliced: the balanced spans
+    inside a box's content are exactly the spans that unwrapping the content on its own finds, so the
+    slice equals unwrapping the content.
+    """
+    boxes = [s for s in unwrapped.spans if s.cmd in _BOX_CMDS]
+    if not boxes:
+        return
+    text = unwrapped.text
+    at: dict[int, int] = {}  # start of a removed piece -> its index in the unwrapped text
+    removed = 0
+    for a, b in unwrapped.drop:
+        at[a] = a - removed
+        removed += b - a
+    last = (-1, -1)
+    given: set[str] = set()
+    for s in reversed(boxes):
+        where = (at[s.cmd_start], at[s.close])  # the content starts where the box's "\\boxed{" was
+        if where == last or where[1] - where[0] > limit:  # the same stretch as the box just given
+            continue
+        last = where
+        content = text[where[0] : where[1]]
+        if content in given:
+            continue
+        if len(given) >= 4096:  # bounds the memory; a repeat is then only checked again
+            given.clear()
+        given.add(content)
+        yield content
 
 
 def _prepare(text: Any) -> tuple[str, str | None]:
@@ -295,7 +351,8 @@ def parse_option_letter(text: str, letters: str = "ABCD", *, names: Mapping[str,
     body, err = _prepare(text)
     if err:
         return Parsed.failure(err)
-    cleaned = clean_markup(body).strip()
+    unwrapped = _unwrap(body)
+    cleaned = _strip_inline_markup(unwrapped.text).strip()  # clean_markup(body), unwrapping once
 
     # (1) the whole output
     hit = _bare_letter(cleaned, letters, allow_lower=True)
@@ -315,8 +372,8 @@ def parse_option_letter(text: str, letters: str = "ABCD", *, names: Mapping[str,
                 return Parsed.success(hit)
 
     # (3) boxed anywhere -- the last box holding a letter
-    for content in reversed(_box_contents(body)):
-        hit = _bare_letter(clean_markup(content).strip(), letters, allow_lower=False)
+    for content in _unwrapped_boxes(unwrapped):
+        hit = _bare_letter(_strip_inline_markup(content).strip(), letters, allow_lower=False)
         if hit:
             return Parsed.success(hit)
 
@@ -362,7 +419,8 @@ def parse_letter_set(text: str, letters: str = "ABCDEFGH") -> Parsed[frozenset[s
     body, err = _prepare(text)
     if err:
         return Parsed.failure(err)
-    cleaned = clean_markup(body).strip()
+    unwrapped = _unwrap(body)
+    cleaned = _strip_inline_markup(unwrapped.text).strip()  # clean_markup(body), unwrapping once
     lines = [ln.strip() for ln in cleaned.splitlines() if ln.strip()]
     for ln in reversed(lines):
         m = _ANSWER_LINE.match(ln)
@@ -370,8 +428,8 @@ def parse_letter_set(text: str, letters: str = "ABCDEFGH") -> Parsed[frozenset[s
             got = _letter_run(m.group(1), letters)
             if got:
                 return Parsed.success(got)
-    for content in reversed(_box_contents(body)):
-        got = _letter_run(clean_markup(content), letters)
+    for content in _unwrapped_boxes(unwrapped):
+        got = _letter_run(_strip_inline_markup(content), letters)
         if got:
             return Parsed.success(got)
     got = _letter_run(cleaned, letters)

@@ -65,7 +65,7 @@ def runs(tmp_path_factory):
     base = {k: v for k, v in os.environ.items() if k not in JUDGE_VARS}
     base.update(OFFLINE_ENV, LMMS_EVAL_PLUGINS_CACHE=str(tmp / "cache"), HF_DATASETS_CACHE=str(tmp / "hf"),
                 OPENAI_API_KEY=TEST_API_KEY, LMMS_EVAL_PLUGINS_JUDGE_MAX_ATTEMPTS="2")
-    out: dict = {"seconds": {}}
+    out: dict = {"seconds": {}, "tmp": tmp}
 
     def env(cache: str, url: str | None) -> dict[str, str]:
         e = {**base, "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp / f"{cache}.sqlite3")}
@@ -140,6 +140,19 @@ def test_predict_only_made_no_judge_calls_and_needed_no_endpoint(runs):
     run = runs["predict_only"]
     assert run.results_path is not None
     assert all(len(run.samples(t)) for t in TASKS)
+
+
+def test_the_api_key_reaches_no_file_the_runs_wrote(runs):
+    """Results, samples, judge reports, the verdict cache, the response caches: no form of the key."""
+    import base64
+    from urllib.parse import quote
+
+    forms = {TEST_API_KEY.encode(), quote(TEST_API_KEY).encode(), base64.b64encode(TEST_API_KEY.encode()),
+             base64.b64encode(f":{TEST_API_KEY}".encode())}
+    files = [p for p in runs["tmp"].rglob("*") if p.is_file()]
+    assert len(files) > 20
+    leaked = [str(p) for p in files for form in forms if form in p.read_bytes()]
+    assert not leaked, leaked
 
 
 def test_a_second_score_makes_no_judge_calls(runs):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lmms_eval_plugins.data import read_jsonl, safe_path
+from lmms_eval_plugins.data import hub_store, read_jsonl, safe_path
 from lmms_eval_plugins.errors import DataError
 
 
@@ -35,3 +35,115 @@ def test_paths_cannot_escape_the_benchmark_folder(tmp_path, relative):
 
 def test_paths_inside_the_folder_resolve(tmp_path):
     assert safe_path(tmp_path, "videos/a.mp4", record="r1") == (tmp_path / "videos" / "a.mp4").resolve()
+
+
+# ------------------------------------------------------------------------------ the containment rule (safe_path)
+
+def _refused(root, value, **kw) -> DataError:
+    with pytest.raises(DataError) as info:
+        safe_path(root, value, record="rec-7", field="video", **kw)
+    assert type(info.value) is DataError  # never a MediaError: LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA must not skip it
+    text = str(info.value)
+    # names the record, the field, the offending value and the root, with a fix
+    assert "record: rec-7" in text and "video" in text and repr(value) in text and str(root) in text and "fix:" in text
+    return info.value
+
+
+@pytest.mark.parametrize("value, problem", [
+    ("..", "escapes"),
+    ("../x.mp4", "escapes"),
+    ("videos/../../x.mp4", "escapes"),
+    ("videos/../videos/a.mp4", "escapes"),  # no '..' at all, even one that would come back inside
+    ("/etc/passwd", "absolute"),
+    ("//etc/passwd", "absolute"),
+    ("C:/Windows/win.ini", "absolute"),
+    ("..\\x.mp4", "backslash"),
+    ("videos\\a.mp4", "backslash"),
+    ("videos/a.mp4\0.png", "NUL"),
+    ("", "empty"),
+    ("   ", "empty"),
+    (None, "not a string"),
+    (3, "not a string"),
+])
+def test_data_paths_are_refused(tmp_path, value, problem):
+    assert problem in _refused(tmp_path, value).problem
+
+
+@pytest.mark.parametrize("value", ["a/b", "../x", "..", "a..b", "..\\x", "x\0", "/abs", ""])
+def test_ids_used_as_file_names_are_one_plain_name(tmp_path, value):
+    _refused(tmp_path, value, name=True, under="images", suffix=".png")
+
+
+def test_an_id_used_as_a_file_name_resolves_under_its_folder(tmp_path):
+    path = safe_path(tmp_path, "abc_01", record="r", field="question_id", name=True, under="images", suffix=".png")
+    assert path == (tmp_path / "images" / "abc_01.png").resolve()
+
+
+def test_paths_need_not_exist_and_come_back_real(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert safe_path(tmp_path / "link", "./videos/a.mp4", record="r") == (tmp_path / "real" / "videos" / "a.mp4").resolve()
+
+
+def _tree(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "videos").mkdir(parents=True)
+    (root / "store").mkdir()
+    outside.mkdir()
+    (root / "store" / "a.mp4").write_bytes(b"in")
+    (outside / "a.mp4").write_bytes(b"out")
+    return root, outside
+
+
+def test_symbolic_links_inside_the_root_are_followed(tmp_path):
+    root, _ = _tree(tmp_path)
+    (root / "videos" / "file.mp4").symlink_to(root / "store" / "a.mp4")  # absolute target, inside
+    (root / "videos" / "rel.mp4").symlink_to("../store/a.mp4")  # relative target, inside
+    (root / "folder").symlink_to(root / "store", target_is_directory=True)
+    for value in ("videos/file.mp4", "videos/rel.mp4", "folder/a.mp4", "folder"):
+        path = safe_path(root, value, record="r")
+        assert path.is_relative_to(root.resolve()) and "videos" not in path.parts and "folder" not in path.parts
+    assert safe_path(root, "videos/file.mp4", record="r").read_bytes() == b"in"
+
+
+@pytest.mark.parametrize("make, value", [
+    (lambda root, out: (root / "videos" / "a.mp4").symlink_to(out / "a.mp4"), "videos/a.mp4"),  # file, absolute
+    (lambda root, out: (root / "videos" / "a.mp4").symlink_to("../../outside/a.mp4"), "videos/a.mp4"),  # relative
+    (lambda root, out: (root / "uav").symlink_to(out, target_is_directory=True), "uav/a.mp4"),  # folder on the way
+    (lambda root, out: (root / "uav").symlink_to(out, target_is_directory=True), "uav"),  # the folder itself
+    (lambda root, out: (root / "videos" / "gone.mp4").symlink_to(out / "missing.mp4"), "videos/gone.mp4"),  # dangling
+    (lambda root, out: (root / "videos" / "up").symlink_to("../..", target_is_directory=True), "videos/up/outside/a.mp4"),
+])
+def test_symbolic_links_out_of_the_root_are_refused(tmp_path, make, value):
+    root, outside = _tree(tmp_path)
+    make(root, outside)
+    assert "escapes" in _refused(root, value).problem
+
+
+def test_symbolic_link_loops_are_refused_or_stay_inside(tmp_path):
+    root, _ = _tree(tmp_path)
+    (root / "loop").symlink_to(root / "loop")
+    path = safe_path(root, "loop", record="r")  # a loop never resolves out of the root
+    assert path.is_relative_to(root.resolve())
+
+
+def test_the_root_itself_may_be_a_link(tmp_path):
+    root, _ = _tree(tmp_path)
+    (tmp_path / "linked-root").symlink_to(root, target_is_directory=True)
+    assert safe_path(tmp_path / "linked-root", "store/a.mp4", record="r").read_bytes() == b"in"
+
+
+def test_within_widens_where_links_may_point_and_hub_store_finds_the_blobs(tmp_path):
+    repo = tmp_path / "hub" / "datasets--o--n"
+    snapshot, blobs = repo / "snapshots" / "abc123", repo / "blobs"
+    (snapshot / "data").mkdir(parents=True)
+    blobs.mkdir()
+    (blobs / "f00d").write_bytes(b"blob")
+    (snapshot / "data" / "x.png").symlink_to("../../../blobs/f00d")
+    (tmp_path / "secret").write_bytes(b"secret")
+    (snapshot / "data" / "evil.png").symlink_to(tmp_path / "secret")
+    assert hub_store(snapshot) == repo and hub_store(tmp_path) == tmp_path
+    _refused(snapshot, "data/x.png")  # the blob lies outside the snapshot folder itself
+    assert safe_path(snapshot, "data/x.png", record="r", within=hub_store(snapshot)).read_bytes() == b"blob"
+    _refused(snapshot, "data/evil.png", within=hub_store(snapshot))
+    _refused(snapshot, "../../../secret", within=hub_store(snapshot))  # within never allows '..'

@@ -360,3 +360,37 @@ def test_sizes_decords_scaler_rejects_fall_back_to_pil(tmp_path):
     sampled = sample_video(path, 4, max_long_side=48)
     assert [f.size for f in sampled.frames] == [(48, 36)] * 4
     assert [decode_frame_index(f) for f in sampled.frames] == sampled.indices
+
+
+@pytest.mark.parametrize("fmt", ["PNG", "JPEG"])
+def test_truncated_images_are_named_errors_even_when_lmms_eval_allows_them(tmp_path, monkeypatch, fmt):
+    from PIL import ImageFile
+
+    from lmms_eval_plugins.media import load_image
+
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)  # what lmms-eval's task module sets for the process
+    path = tmp_path / f"cut.{fmt.lower()}"
+    noise = np.random.default_rng(0).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    Image.fromarray(noise).save(path, fmt)
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])  # cut in half: the header still reads
+    with pytest.raises(MediaError, match="cannot decode image") as err:
+        load_image(path, record_id="q7")
+    assert "q7" in str(err.value) and str(path) in str(err.value)
+    assert ImageFile.LOAD_TRUNCATED_IMAGES is True  # the process-wide flag is left as it was
+
+
+def test_images_above_the_pixel_limit_are_refused_before_decoding(tmp_path, monkeypatch):
+    from lmms_eval_plugins.media import load_image
+
+    path = tmp_path / "big.png"
+    Image.new("RGB", (40, 30)).save(path)
+    monkeypatch.setenv("LMMS_EVAL_PLUGINS_MAX_IMAGE_PIXELS", "1000")
+    with pytest.raises(MediaError, match="40 x 30 pixels, above the limit of 1,000") as err:
+        load_image(path, record_id="q1")
+    assert "LMMS_EVAL_PLUGINS_MAX_IMAGE_PIXELS" in str(err.value)
+    monkeypatch.setenv("LMMS_EVAL_PLUGINS_MAX_IMAGE_PIXELS", "1200")
+    assert load_image(path).size == (40, 30)
+    # PIL's own bomb guard (a lower Image.MAX_IMAGE_PIXELS) is a named error too, not a bare exception
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)
+    with pytest.raises(MediaError, match="cannot decode image"):
+        load_image(path, record_id="q1")

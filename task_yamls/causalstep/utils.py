@@ -171,7 +171,7 @@ def load_records(source: DataSource) -> list[dict[str, Any]]:
         if record["video_id"] in seen:
             raise DataError("duplicate video_id", record=record["video_id"], path=str(path), fix="video ids must be unique")
         seen.add(record["video_id"])
-        record["video_path"] = str(safe_path(source.root, record["video"], record=record["video_id"]))
+        record["video_path"] = str(safe_path(source.root, record["video"], record=record["video_id"], field="video"))
 
     def check(record: dict[str, Any]) -> None:
         require_file(Path(record["video_path"]), record=record["video_id"], what="video",

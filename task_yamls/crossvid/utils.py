@@ -31,6 +31,7 @@ from lmms_eval_plugins.data import (
     DataSource,
     SKIPPED,
     hub_snapshot,
+    hub_store,
     keep_records_with_media,
     read_json,
     require_fields,
@@ -426,12 +427,17 @@ def normalize_record(task: str, raw: Any, *, index: int, path: Path) -> dict[str
     return doc
 
 
-def attach_paths(doc: dict[str, Any], root: Path) -> None:
-    """Resolve the doc's relative media paths inside ``root`` (never outside it)."""
+def attach_paths(doc: dict[str, Any], root: Path, within: Path | None = None) -> None:
+    """Resolve the doc's relative media paths inside ``root`` (never outside it; symbolic links may point
+    anywhere inside ``within``, default ``root``: a hub snapshot's files link into the hub cache's blobs).
+    ``media_root`` keeps that folder: frame files are checked against it when a frame folder is read."""
     for media in doc["media"]:
-        media["path"] = str(safe_path(root, media["rel"], record=doc["record"]))
+        media["path"] = str(safe_path(root, media["rel"], record=doc["record"], field=f"path of {media['label']}",
+                                      within=within))
     if "bbox_rel" in doc:
-        doc["bbox_path"] = {v: str(safe_path(root, rel, record=doc["record"])) for v, rel in doc["bbox_rel"].items()}
+        doc["bbox_path"] = {v: str(safe_path(root, rel, record=doc["record"], field=f"box file of view {v}", within=within))
+                            for v, rel in doc["bbox_rel"].items()}
+    doc["media_root"] = str(within if within is not None else root)
 
 
 def check_media(doc: Mapping[str, Any]) -> None:
@@ -573,8 +579,9 @@ def load_docs(spec: Mapping[str, Any], task: str) -> list[dict[str, Any]]:
     source = resolve_source(BENCHMARK, spec.get("source", "auto"), sample_dir=SAMPLE_DIR, hub_repo=HUB_REPO,
                             local_layout=LOCAL_LAYOUT)
     root, docs = _source_root(source, task)
+    within = hub_store(root) if source.kind == "hub" else None
     for doc in docs:
-        attach_paths(doc, root)
+        attach_paths(doc, root, within)
     key = f"{BENCHMARK}_{task.lower()}"
     docs = keep_records_with_media(key, docs, check_media)
     if task in ("MSR", "MOC"):
@@ -678,7 +685,8 @@ def sample_frames(doc: Mapping[str, Any]) -> list[SampledFrames]:
     groups, task = doc["media"], doc["task"]
     budgets = frame_budgets(task, int(doc["budget"]), _lengths(groups))
     if groups[0]["kind"] == "folder":
-        out = [sample_frame_folder(g["path"], k, max_long_side=_side(doc), record_id=doc["record"])
+        out = [sample_frame_folder(g["path"], k, max_long_side=_side(doc), record_id=doc["record"],
+                                   root=doc.get("media_root") or None)
                for g, k in zip(groups, budgets)]
     else:
         requests = [VideoRequest(g["path"], [tuple(p) for p in g["intervals"]] if g["intervals"] else None, doc["record"])
@@ -711,7 +719,7 @@ def plan_frames(doc: Mapping[str, Any]) -> list[tuple[int, list[float], list[int
     out = []
     for g, k in zip(groups, budgets):
         if g["kind"] == "folder":
-            files = frame_files(g["path"], doc["record"])
+            files = frame_files(g["path"], doc["record"], root=doc.get("media_root") or None)
             positions = uniform_indices(len(files), k)
             size = None
             if positions:

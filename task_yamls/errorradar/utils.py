@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+import urllib.parse
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -22,6 +23,7 @@ from lmms_eval_plugins.data import (
     read_csv_records,
     require_fields,
     resolve_source,
+    safe_path,
     source_spec,
     to_dataset,
 )
@@ -155,7 +157,8 @@ def normalize_record(row: Mapping[str, str], *, line: int, path: Path) -> dict[s
 
 def _attach_local_images(records: list[dict[str, Any]], folder: Path) -> list[dict[str, Any]]:
     def check(record: dict[str, Any]) -> None:
-        found = find_with_extensions(folder / "images", record["question_id"], IMAGE_EXTENSIONS)
+        found = find_with_extensions(folder, record["question_id"], IMAGE_EXTENSIONS, record=record["question_id"],
+                                     field="question_id", under="images")
         if found is None:
             raise MediaError("question image not found", record=record["question_id"],
                              path=str(folder / "images" / f"{record['question_id']}.<{'|'.join(IMAGE_EXTENSIONS)}>"),
@@ -171,9 +174,15 @@ def _attach_hub_images(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     jobs = []
     for record in records:
         url = record["content_image"]
+        if url and urllib.parse.urlsplit(url).scheme.lower() not in ("http", "https"):
+            # file:// (or any other scheme) would read a local file outside the data and show it to the model
+            raise DataError(f"content_image {url!r} is not an http(s) URL", record=record["question_id"],
+                            fix="the hub CSV's content_image must be an http:// or https:// address")
         ext = url.rsplit(".", 1)[-1].lower() if "." in url.rsplit("/", 1)[-1] else "png"
         ext = ext if ext in IMAGE_EXTENSIONS else "png"
-        jobs.append((url, folder / f"{record['question_id']}.{ext}", record["question_id"]))
+        dest = safe_path(folder, record["question_id"], record=record["question_id"], field="question_id", name=True,
+                         suffix=f".{ext}")
+        jobs.append((url, dest, record["question_id"]))
     outcomes = dict(zip((r["question_id"] for r in records), fetch_all(jobs)))
 
     def check(record: dict[str, Any]) -> None:

@@ -19,10 +19,12 @@ from lmms_eval_plugins.data import (
     DataSource,
     find_with_extensions,
     hub_snapshot,
+    hub_store,
     keep_records_with_media,
     read_json,
     require_fields,
     resolve_source,
+    safe_path,
     source_spec,
     to_dataset,
 )
@@ -193,9 +195,13 @@ def normalize_record(raw: Any, *, path: Path) -> dict[str, Any] | None:
     }
 
 
-def _attach_images(records: list[dict[str, Any]], images: Path) -> list[dict[str, Any]]:
+def _attach_images(records: list[dict[str, Any]], root: Path, within: Path | None = None) -> list[dict[str, Any]]:
+    """``image_path`` = ``root/data/images/<question_id>.<ext>``, resolved inside ``within`` (default ``root``)."""
+    images = root / "data" / "images"
+
     def check(record: dict[str, Any]) -> None:
-        found = find_with_extensions(images, record["question_id"], IMAGE_EXTENSIONS)
+        found = find_with_extensions(root, record["question_id"], IMAGE_EXTENSIONS, record=record["question_id"],
+                                     field="question_id", under="data/images", within=within)
         if found is None:
             raise MediaError("image not found", record=record["question_id"],
                              path=str(images / f"{record['question_id']}.<{'|'.join(IMAGE_EXTENSIONS)}>"),
@@ -217,8 +223,11 @@ def benchmark_root(source: DataSource) -> Path:
 
 def load_records(source: DataSource) -> list[dict[str, Any]]:
     root = benchmark_root(source)
+    within = hub_store(root) if source.kind == "hub" else None  # a snapshot's files link into the hub cache's blobs
     jsons = root / "data" / "jsons"
     files = sorted(p for p in jsons.glob(JSON_GLOB) if p.name != AGGREGATE_JSON) if jsons.is_dir() else []
+    for p in files:  # a record file linking out of the data is refused (its name stays the one shown in messages)
+        safe_path(root, p.name, record=None, field="record file", under="data/jsons", within=within)
     if not files:
         raise DataError(f"no {JSON_GLOB} record files found", path=str(jsons), fix=f"use this layout: {LOCAL_LAYOUT}")
     records, unlabeled, seen = [], [], {}
@@ -237,7 +246,7 @@ def load_records(source: DataSource) -> list[dict[str, Any]]:
                        f"{', '.join(unlabeled[:5])}{' ...' if len(unlabeled) > 5 else ''}")
     if not records:
         raise DataError("no MMErroR record has a label", path=str(jsons), fix="check the data")
-    return _attach_images(records, root / "data" / "images")
+    return _attach_images(records, root, within)
 
 
 def _load(dataset: Any) -> list[dict[str, Any]]:

@@ -305,7 +305,9 @@ def frame_label(seconds: float) -> str:
 
 
 _ANSWER_BLOCK = re.compile(r"<\s*answer\s*>.*?(?:<\s*/\s*answer\s*>|$)", re.IGNORECASE | re.DOTALL)
-_ANSWER_LEAD = re.compile(r"(?:the\s+)?(?:correct\s+|final\s+)?answer\s+(?:should\s+be|is)\s*:?\s*$", re.IGNORECASE)
+# "\s*(?::\s*)?$" matches what "\s*:?\s*$" does; the latter's two adjacent \s* runs backtrack
+# quadratically on a long run of spaces that is not at the end.
+_ANSWER_LEAD = re.compile(r"(?:the\s+)?(?:correct\s+|final\s+)?answer\s+(?:should\s+be|is)\s*(?::\s*)?$", re.IGNORECASE)
 
 
 def _boxed_spans(text: str) -> list[tuple[int, int]]:
@@ -542,7 +544,7 @@ def load_records(source: DataSource) -> list[dict[str, Any]]:
         seen.add(record["id"])
 
     def check(record: dict[str, Any]) -> None:
-        video = safe_path(source.root, record["video"], record=record["id"])
+        video = safe_path(source.root, record["video"], record=record["id"], field="video")
         require_file(video, record=record["id"], what="video",
                      fix=f"put the video there (layout: {LOCAL_LAYOUT}), or set "
                          "LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA=1 to skip such records")
@@ -623,7 +625,7 @@ def _hints_path(spec: Mapping[str, Any], source: DataSource) -> Path | None:
         return Path(env).expanduser()
     if spec.get("hints_file"):
         assert source.root is not None
-        return safe_path(source.root, str(spec["hints_file"]), record="source row hints_file")
+        return safe_path(source.root, str(spec["hints_file"]), record="source row", field="hints_file")
     return None
 
 

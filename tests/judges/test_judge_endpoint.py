@@ -120,7 +120,7 @@ def test_announcement_format():
 
 
 def test_announcement_never_shows_credentials(monkeypatch, log_lines):
-    url = f"https://user:{SECRET}@judge.example.com:8443/v1/{SECRET}?key={SECRET}"
+    url = f"https://judge.example.com:8443/v1/{SECRET}?key={SECRET}"
     monkeypatch.setenv("OPENAI_BASE_URL", url)
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     build_filter_ensemble("none", [[JudgeFilter, {"judge": "semantic_match", "default_model": "gpt-4o"}]])
@@ -129,7 +129,28 @@ def test_announcement_never_shows_credentials(monkeypatch, log_lines):
         "lmms-eval-plugins judge: semantic_match v1 -> model gpt-4o at https://judge.example.com:8443 (from OPENAI_BASE_URL)"
     )
     for text in log_lines:
-        assert SECRET not in text and API_KEY not in text and "user:" not in text
+        assert SECRET not in text and API_KEY not in text
+
+
+@pytest.mark.parametrize("url", [f"https://user:{SECRET}@judge.example.com:8443/v1", f"https://{SECRET}@judge.example.com/v1",
+                                 f"http://:{SECRET}@127.0.0.1:8000/v1"])
+def test_credentials_inside_the_url_are_refused_by_construction(monkeypatch, log_lines, url):
+    """A key inside the URL would go out as Basic auth and sit in every place the URL is shown or stored:
+    such an endpoint is never built, and the refusal names only the host."""
+    import base64
+    from urllib.parse import quote
+
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    with pytest.raises(JudgeConfigError, match="holds credentials") as err:
+        resolve_endpoint("semantic_match")
+    with pytest.raises(JudgeConfigError):
+        Endpoint(url, API_KEY)
+    built = build_filter_ensemble("none", [[JudgeFilter, {"judge": "semantic_match", "default_model": "gpt-4o"}]])
+    assert "holds credentials" in built.filters[0].unavailable
+    forms = {SECRET, quote(SECRET), base64.b64encode(f"user:{SECRET}".encode()).decode(), base64.b64encode(f":{SECRET}".encode()).decode()}
+    for text in [str(err.value), built.filters[0].unavailable, *log_lines]:
+        assert not any(form in text for form in forms)
 
 
 def test_announced_once_per_judge_model_and_endpoint_at_task_build(endpoint_env, monkeypatch, log_lines):

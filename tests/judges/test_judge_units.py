@@ -135,25 +135,31 @@ def test_rubric_prompt_is_the_official_crossvid_text():
 
 @pytest.mark.parametrize(
     "reply,value",
-    [("1", 1), ("0", 0), (" 1\n", 1), ("Output: 1.", 1), ("**0**", 0), ("<think>looks like 1</think>0", 0), ("I considered 1 but 0", 0)],
+    [("1", 1), ("0", 0), (" 1\n", 1), ("1.", 1), ("**0**", 0), ("`1`", 1), ("<think>looks like 1</think>0", 0)],
 )
 def test_parse_binary(reply, value):
     assert parse_binary_reply(reply) == value
 
 
-@pytest.mark.parametrize("reply", ["", "yes", "10", "0.5", "score: 2", "<think>1</think>"])
+@pytest.mark.parametrize(
+    "reply", ["", "yes", "10", "0.5", "score: 2", "<think>1</think>", "Output: 1.", "I considered 1 but 0"]  # strict: only "0"/"1"
+)
 def test_parse_binary_rejects(reply):
     with pytest.raises(ReplyParseError):
         parse_binary_reply(reply)
 
 
-def test_parse_rubric_reads_the_last_score_block():
-    reply = (
+def test_parse_rubric_reads_one_strict_score_block():
+    assert parse_rubric_reply('ok <score>\n{"coverage": [true, false], "correctness": [1, 0]}\n</score>', 2) == ([1, 0], [1, 0])
+    # strict: two blocks, Python literals, trailing commas and code fences are parse failures (re-asked)
+    for reply in (
         '<score>{"coverage": [true, true], "correctness": [true, true]}</score> on reflection: '
-        "<score>{'coverage': [True, False], 'correctness': [False, False],}</score>"
-    )
-    assert parse_rubric_reply(reply, 2) == ([1, 0], [0, 0])
-    assert parse_rubric_reply('<score>\n```json\n{"coverage": [1, 0], "correctness": [1, 0]}\n```\n</score>', 2) == ([1, 0], [1, 0])
+        '<score>{"coverage": [true, false], "correctness": [false, false]}</score>',
+        "<score>{'coverage': [True, False], 'correctness': [False, False],}</score>",
+        '<score>\n```json\n{"coverage": [1, 0], "correctness": [1, 0]}\n```\n</score>',
+    ):
+        with pytest.raises(ReplyParseError):
+            parse_rubric_reply(reply, 2)
 
 
 @pytest.mark.parametrize(
