@@ -10,8 +10,9 @@ Shared conventions:
 - Markdown emphasis, ``$...$`` and ``\\boxed{}`` wrappers are removed (:func:`clean_markup`).
 - An ``Answer:`` / ``Final answer:`` label, when present, wins over the rest of the text.
 - Several disagreeing candidates are a failure ("ambiguous: ..."), never a guess.
-- Regexes are written so that no pattern backtracks quadratically: a 100k-character output
-  parses in milliseconds.
+- Regexes are written so that no pattern backtracks quadratically, and nested structures (boxes,
+  tags) are read in one pass: every parser is linear in the output's length (a 1 MB output of
+  nested boxes or unclosed tags parses in about a second at most; tests/test_hostile_text.py).
 """
 
 from __future__ import annotations
@@ -341,7 +342,8 @@ def parse_option_letter(text: str, letters: str = "ABCD", *, names: Mapping[str,
        ``\\boxed{B}``); only here may the letter be lowercase (``b``);
     2. the LAST ``Answer:``/``Final answer:`` line (label at line start, colon optional) whose
        value is such a letter;
-    3. the LAST ``\\boxed{X}`` whose content is a single allowed letter;
+    3. the LAST ``\\boxed{X}`` whose content is a single allowed letter (a box holding over 1000
+       characters once its LaTeX commands are unwrapped is prose and not read: _MAX_ANSWER_BOX);
     4. lines that are a bare letter: all must agree, else "ambiguous";
     5. with ``names`` (letter -> label name, e.g. ``{"B": "B_Reasoning_Error"}``), the entire
        output equals one name (case-insensitive, ignoring markup and surrounding punctuation).
@@ -410,8 +412,9 @@ def _letter_run(s: str, letters: str) -> frozenset[str] | None:
 def parse_letter_set(text: str, letters: str = "ABCDEFGH") -> Parsed[frozenset[str]]:
     """A set of option letters for multi-answer questions (CrossVid BU).
 
-    Candidate text: the last ``Answer:`` line carrying letters, else the last box, else the
-    whole output. The candidate must consist only of uppercase allowed letters and separators
+    Candidate text: the last ``Answer:`` line carrying letters, else the last box (of at most 1000
+    characters once unwrapped: _MAX_ANSWER_BOX), else the whole output. The candidate must consist
+    only of uppercase allowed letters and separators
     (spaces, commas, ``and``, ``/``, ``&``, ``+``, brackets, periods): "AC", "A, C", "A and C",
     "(A)(C)", "C A". Any other word makes it prose and a failure (strictness). Order and
     repetition do not matter. An empty set is a failure.
@@ -540,6 +543,15 @@ def _keyword_pattern(keyword: str) -> str | None:
     return r"(?<![A-Za-z0-9])" + r"[\s_\-]+".join(words)
 
 
+def _may_occur(keyword: str, folded: str | None) -> bool:
+    """False only when the keyword surely has no match in the text: ``folded`` is the text lowercased
+    when it is ASCII (then IGNORECASE is plain ASCII case folding), else None (no quick answer)."""
+    words = keyword.split()
+    if folded is None or not words or not words[0].isascii():
+        return True
+    return words[0].lower() in folded
+
+
 def match_category(
     text: str,
     keywords: Mapping[str, Sequence[str]],
@@ -574,15 +586,18 @@ def match_category(
                 return Parsed.failure(f"empty value after '{label}:'")
 
     spans: list[tuple[int, int, str]] = []
+    folded = scope.lower() if scope.isascii() else None
     for code, kws in keywords.items():
         code = str(code)
-        pats = [p for p in (_keyword_pattern(str(k)) for k in kws) if p]
+        # a keyword whose first word is not in the text cannot match: its regex pass is skipped
+        pats = [p for p in (_keyword_pattern(str(k)) for k in kws if _may_occur(str(k), folded)) if p]
         if pats:
             rx = re.compile("|".join(f"(?:{p})" for p in pats), re.IGNORECASE)
             spans.extend((m.start(), m.end(), code) for m in rx.finditer(scope) if m.end() > m.start())
         if len(code) >= 2:
-            rx = re.compile(r"(?<![A-Za-z0-9])" + re.escape(code) + r"(?![A-Za-z0-9])")
-            spans.extend((m.start(), m.end(), code) for m in rx.finditer(scope))
+            if code in scope:  # the case-sensitive regex below needs the code itself
+                rx = re.compile(r"(?<![A-Za-z0-9])" + re.escape(code) + r"(?![A-Za-z0-9])")
+                spans.extend((m.start(), m.end(), code) for m in rx.finditer(scope))
         elif code and scope.strip(_NAME_STRIP) == code:
             spans.append((0, len(scope), code))
 

