@@ -35,7 +35,7 @@ from lmms_eval_plugins import media
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: bench/ holds _timing
 from _timing import environment, measure  # noqa: E402
-from lmms_eval_plugins.testing.videos import make_video
+from lmms_eval_plugins.synthetic import make_video
 
 SECONDS, FPS, WIDTH, HEIGHT = 120, 30, 854, 480
 

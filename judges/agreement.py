@@ -19,9 +19,11 @@ import json
 import math
 import random
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from lmms_eval_plugins.data import JsonlLineError, iter_jsonl
 
 from .base import JudgeConfigError, JudgeError, JudgeItem, LLMJudge
 from .registry import load_judge_class, resolve_judge_name
@@ -169,43 +171,46 @@ def rubric_agreement(questions: Sequence[dict[str, list[int]]], *, n_resamples: 
 # ---- input -------------------------------------------------------------------------------------
 
 
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) per non-blank line, through the package's JSONL reader; a bad line is a
+    ``ValueError`` naming ``path:line`` (the ``judge-agreement`` command prints it)."""
+    try:
+        yield from iter_jsonl(Path(path))
+    except JsonlLineError as exc:
+        where = f"{path}:{exc.line}"
+        if exc.json_error is not None:
+            raise ValueError(f"{where}: not JSON ({exc.json_error})") from None
+        raise ValueError(f"{where}: each line must be a JSON object") from None
+
+
 def load_labels(path: Path, kind: str) -> list[tuple[JudgeItem, Any]]:
     """(item, human label) per line; the label is 0/1 (binary) or (coverage, correctness) lists."""
     rows: list[tuple[JudgeItem, Any]] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{where}: not JSON ({exc.msg})") from None
-            if not isinstance(rec, dict):
-                raise ValueError(f"{where}: each line must be a JSON object")
-            missing = [k for k in ("prediction", "reference") if k not in rec]
-            if kind == "rubric":
-                missing += [k for k in ("scoring_points", "coverage", "correctness") if k not in rec]
-            elif "label" not in rec:
-                missing.append("label")
-            if missing:
-                raise ValueError(f"{where}: missing field(s) {missing}")
-            item = JudgeItem(
-                question=str(rec.get("question", "")),
-                prediction=str(rec["prediction"]),
-                reference=str(rec["reference"]),
-                scoring_points=rec.get("scoring_points"),
-                item_id=str(rec.get("id", lineno)),
-            )
-            if kind == "rubric":
-                n = len(item.scoring_points or ())
-                cov = [_flag(v, f"{where} coverage") for v in rec["coverage"]]
-                cor = [_flag(v, f"{where} correctness") for v in rec["correctness"]]
-                if len(cov) != n or len(cor) != n:
-                    raise ValueError(f"{where}: coverage and correctness must each have {n} entries (one per scoring point)")
-                rows.append((item, (cov, cor)))
-            else:
-                rows.append((item, _flag(rec["label"], f"{where} label")))
+    for lineno, rec in _records(path):
+        where = f"{path}:{lineno}"
+        missing = [k for k in ("prediction", "reference") if k not in rec]
+        if kind == "rubric":
+            missing += [k for k in ("scoring_points", "coverage", "correctness") if k not in rec]
+        elif "label" not in rec:
+            missing.append("label")
+        if missing:
+            raise ValueError(f"{where}: missing field(s) {missing}")
+        item = JudgeItem(
+            question=str(rec.get("question", "")),
+            prediction=str(rec["prediction"]),
+            reference=str(rec["reference"]),
+            scoring_points=rec.get("scoring_points"),
+            item_id=str(rec.get("id", lineno)),
+        )
+        if kind == "rubric":
+            n = len(item.scoring_points or ())
+            cov = [_flag(v, f"{where} coverage") for v in rec["coverage"]]
+            cor = [_flag(v, f"{where} correctness") for v in rec["correctness"]]
+            if len(cov) != n or len(cor) != n:
+                raise ValueError(f"{where}: coverage and correctness must each have {n} entries (one per scoring point)")
+            rows.append((item, (cov, cor)))
+        else:
+            rows.append((item, _flag(rec["label"], f"{where} label")))
     if not rows:
         raise ValueError(f"{path}: no records")
     return rows

@@ -211,12 +211,23 @@ def strip_think(text: str | None) -> str:
 
 
 # Characters that read as "<" or ">" to a person or a model: ASCII, the NFKC-compatible small and
-# fullwidth forms, and look-alikes from other blocks.  "≪" and "⋘" read as two or three of them.
-_ANGLE_LIKE = set("<>﹤﹥＜＞〈〉‹›«»〈〉⟨⟩《》❮❯❬❭⟪⟫˂˃ᐸᐳ")
-_MULTI_ANGLE = str.maketrans({"≪": "<<", "≫": ">>", "⋘": "<<<", "⋙": ">>>"})
-_ANGLE_CLASS = "".join(re.escape(c) for c in sorted(_ANGLE_LIKE))
-# two or more angle-like characters, possibly separated by spaces: what our delimiters are made of
-_ANGLE_RUN = re.compile(rf"[{_ANGLE_CLASS}](?:\s*[{_ANGLE_CLASS}])+")
+# fullwidth forms, and look-alikes from other blocks (quotation marks, brackets, ornaments, arrows,
+# relations, triangles).  "≪" and "⋘" read as two or three of them.
+_OPENING_LIKE = "<﹤＜〈‹«〈⟨《❮❬⟪˂ᐸ❰⧼⦑⋖≺◁⊲⊰⧀◀◅⯇⏴⦉⟬⦓⦕⸦"
+_CLOSING_LIKE = ">﹥＞〉›»〉⟩》❯❭⟫˃ᐳ❱⧽⦒⋗≻▷⊳⊱⧁▶▻⯈⏵⦊⟭⦔⦖⸧"
+_ANGLE_LIKE = set(_OPENING_LIKE + _CLOSING_LIKE)
+_MULTI_ANGLE = str.maketrans({"≪": "<<", "≫": ">>", "⋘": "<<<", "⋙": ">>>", "⪡": "<<", "⪢": ">>", "⫷": "<<<", "⫸": ">>>"})
+# What may sit between the brackets of a delimiter and still leave it readable as one: spaces, and
+# characters that show nothing of their own (combining and enclosing marks, format characters,
+# blank-looking fillers such as the braille blank and the Hangul fillers).
+_FILLERS = frozenset("\u2800\u3164\u115f\u1160\uffa0")
+_GLUE_CATEGORIES = frozenset(("Mn", "Me", "Cf", "Zs"))
+_MARKS = frozenset(("Mn", "Me"))
+
+
+def _is_glue(ch: str) -> bool:
+    return ch.isspace() or ch in _FILLERS or unicodedata.category(ch) in _GLUE_CATEGORIES
+
 
 DELIM_OPEN = "<<<BEGIN {name}>>>"
 DELIM_CLOSE = "<<<END {name}>>>"
@@ -227,21 +238,34 @@ def neutralise(text: str | None) -> str:
 
     Our delimiters are ``<<<BEGIN NAME>>>`` / ``<<<END NAME>>>``.  Invisible format characters
     (zero-width spaces, direction marks) are removed, and every run of two or more angle-bracket-like
-    characters (ASCII, fullwidth, guillemets, mathematical angle brackets, optionally separated by
-    spaces) becomes one ASCII bracket of the same direction as its first character.  The result
+    characters (ASCII, fullwidth, guillemets, mathematical angle brackets, ornaments, relations,
+    triangles; separated by nothing, spaces, combining or enclosing marks or blank fillers) becomes one
+    ASCII bracket of the same direction as its first character; marks drawn on a bracket are dropped.  The result
     cannot contain ``<<`` or ``>>``, so it can neither close a data block nor open a fake one.
     """
     if not text:
         return ""
     text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf").translate(_MULTI_ANGLE)
-
-    def _one(match: re.Match[str]) -> str:
-        first = match.group(0)[0]
-        folded = unicodedata.normalize("NFKC", first)
-        opening = folded == "<" or first in "‹«〈⟨《❮❬⟪〈˂ᐸ"
-        return "<" if opening else ">"
-
-    return _ANGLE_RUN.sub(_one, text)
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:  # one pass: each character is looked at a bounded number of times
+        ch = text[i]
+        if ch not in _ANGLE_LIKE:
+            out.append(ch)
+            i += 1
+            continue
+        brackets, j, end = 1, i + 1, i + 1
+        while j < n and (text[j] in _ANGLE_LIKE or _is_glue(text[j])):
+            if text[j] in _ANGLE_LIKE:
+                brackets, end = brackets + 1, j + 1
+            j += 1
+        # a run of two or more becomes one ASCII bracket facing as its first; marks drawn on the
+        # last bracket go with it
+        while end < n and unicodedata.category(text[end]) in _MARKS:
+            end += 1
+        out.append(("<" if ch in _OPENING_LIKE else ">") if brackets >= 2 else ch)
+        i = end
+    return "".join(out)
 
 
 def data_block(fields: Sequence[tuple[str, str]]) -> str:

@@ -23,7 +23,6 @@ before the task's ``process_results`` sees them.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -33,6 +32,7 @@ from typing import Any
 from lmms_eval.api.filter import Filter
 from loguru import logger
 
+from lmms_eval_plugins.filtered import FilteredDict
 from lmms_eval_plugins.outcome import request_failure
 
 from .base import (
@@ -56,21 +56,14 @@ from .runtime import (
 )
 
 
-class JudgedResponse(dict):
+class JudgedResponse(FilteredDict):
     """One judged response: ``{"text": response, "judge": {...outcome...}}``, a plain ``dict``.
 
-    Two lmms-eval 0.7.3 behaviours shape it: ``ConfigurableTask.process_results`` calls ``.strip()``
-    on every ``generate_until`` response before the task's own ``process_results`` runs, so
-    ``strip()`` returns the object unchanged; and the sample logger ``str()``s every filtered
+    Two lmms-eval 0.7.3 behaviours shape it (:mod:`lmms_eval_plugins.filtered`): ``ConfigurableTask.process_results``
+    calls ``.strip()`` on every ``generate_until`` response before the task's own ``process_results``
+    runs, so ``strip()`` returns the object unchanged; and the sample logger ``str()``s every filtered
     response, so ``str()`` gives JSON.  Everything else sees an ordinary dict.
     """
-
-    def strip(self, chars: str | None = None) -> JudgedResponse:
-        return self
-
-    def __str__(self) -> str:
-        # lmms-eval's sample logger str()s every filtered response: make that JSON, not a Python repr
-        return json.dumps(self, ensure_ascii=False, default=str)
 
     @property
     def text(self) -> str:
@@ -189,6 +182,7 @@ class JudgeFilter(Filter):
         return None
 
     def apply(self, resps: Sequence[Any], docs: Any) -> list[list[JudgedResponse]]:
+        # the caller is lmms-eval's FilterEnsemble.apply: its instances say which doc each response answers
         docs_aligned = _aligned_docs(resps, docs, sys._getframe(1))
         not_judging = self.not_judging()
         slots: list[tuple[int, str]] = []  # (doc position, response text) per judged response
@@ -249,13 +243,21 @@ class JudgeFilter(Filter):
 
 
 def _aligned_docs(resps: Sequence[Any], docs: Any, caller: Any) -> list[Any]:
-    """The document of each response.
+    """The document of each response; ``caller`` is the frame that called :meth:`JudgeFilter.apply`.
 
-    lmms-eval passes the task's full document list as ``docs`` while ``resps`` holds only the
-    instances of this process (rank-sharded, limited, offset), so a positional zip is wrong under
-    ``accelerate launch`` or ``--offset``.  The calling ``FilterEnsemble.apply`` holds the
-    instances, whose ``doc_id`` indexes ``docs``; use them when they match, else fall back to
-    position.
+    lmms-eval 0.7.3 offers a filter no supported way to learn which document a response answers.
+    ``ConfigurableTask.apply_filters`` (``lmms_eval/api/task.py``) calls
+    ``FilterEnsemble.apply(self._instances, self.task_docs)``, which (``lmms_eval/api/filter.py``)
+    calls each ``Filter.apply(resps, docs)`` with ``resps = [inst.resps for inst in instances]``: the
+    replies of this process's instances only (rank-sharded under ``accelerate launch``, cut by
+    ``--limit``/``--offset``), while ``docs`` is the task's full document list. A positional zip is
+    therefore wrong with several ranks or ``--offset``. The instances, whose ``doc_id`` indexes
+    ``docs``, exist only as the ``instances`` argument of that calling ``FilterEnsemble.apply``; a
+    filter is built from the YAML's keyword arguments alone (``build_filter_ensemble``) and holds no
+    reference to its task. So the caller's frame is read (``sys._getframe(1)`` in ``apply``): when it
+    holds ``instances`` matching the responses one to one with valid doc ids, they align the
+    documents; otherwise position does (right for a plain run and for ``--limit``). If lmms-eval ever
+    passes the instances or doc ids to ``Filter.apply``, use them instead.
     """
     n = len(resps)
     if docs is None:

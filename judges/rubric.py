@@ -13,6 +13,8 @@ official scorer's micro-average over questions (:func:`rubric_micro_average`).
 
 from __future__ import annotations
 
+from collections import Counter
+
 import json
 import re
 import unicodedata
@@ -49,8 +51,8 @@ def _flag(value: Any, key: str, index: int) -> int:
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    dupes = sorted({k for k in keys if keys.count(k) > 1})
+    counts = Counter(k for k, _ in pairs)  # linear: a hostile object may hold 100k keys
+    dupes = sorted(k for k, n in counts.items() if n > 1)
     if dupes:
         raise ReplyParseError(f"the <score> JSON repeats the key(s) {', '.join(map(repr, dupes))}")
     return dict(pairs)
@@ -143,7 +145,7 @@ class RubricJudge(LLMJudge):
     name: ClassVar[str] = "rubric"
     version: ClassVar[str] = "1"
     kind: ClassVar[str] = "rubric"
-    description: ClassVar[str] = "per scoring point coverage and correctness (CrossVid CCQA official prompt)"
+    description: ClassVar[str] = "per scoring point coverage and correctness (the official CCQA scoring prompt)"
     # the official scorer's sampling parameters (eval/score_CCQA.py)
     default_sampling: ClassVar[dict[str, Any]] = {"temperature": 0.0, "top_p": 0.95, "max_tokens": 8192}
 

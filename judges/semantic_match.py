@@ -53,7 +53,7 @@ class SemanticMatchJudge(LLMJudge):
     name: ClassVar[str] = "semantic_match"
     version: ClassVar[str] = "1"
     kind: ClassVar[str] = "binary"
-    description: ClassVar[str] = "1 if the predicted answer matches the ground truth semantically and answers the question (ViRectify Table 5), else 0"
+    description: ClassVar[str] = "1 if the predicted answer matches the ground truth semantically and answers the question (the paper prompt in prompts/, see docs/judges.md), else 0"
     default_sampling: ClassVar[dict[str, Any]] = {"temperature": 0.0, "max_tokens": 16}
 
     def __init__(self, sampling=None) -> None:

@@ -59,6 +59,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmms_eval_plugins.data import read_jsonl
+from lmms_eval_plugins.errors import DataError
 from lmms_eval_plugins.task_list import _IgnoreTags
 
 SAMPLE_SUFFIX = "_sample"
@@ -274,7 +276,7 @@ def _source_rows(config: Mapping[str, Any]) -> list[dict[str, Any]]:
     text = Path(path).read_text(encoding="utf-8").strip()
     if text.startswith("["):
         return list(json.loads(text))
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return read_jsonl(Path(path))
 
 
 def _call_doc_fn(fn: Any, doc: Any, specific: Any) -> Any:
@@ -294,7 +296,7 @@ def request_shapes(entry: TaskEntry, limit: int | None, model: str | None = None
 
     from lmms_eval.utils import load_yaml_config
 
-    from lmms_eval_plugins.testing.cli_run import OFFLINE_ENV
+    from lmms_eval_plugins.cli_run import OFFLINE_ENV
 
     shapes = Shapes()
     saved = {k: os.environ.get(k) for k in OFFLINE_ENV}
@@ -738,7 +740,7 @@ def _headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
 
 def run_tasks(tasks: Sequence[str], *, model: str, model_args: str | None, output_dir: Path, limit: int | None,
               extra_args: Sequence[str], env: Mapping[str, str], timeout: float):
-    from lmms_eval_plugins.testing.cli_run import run_lmms_eval
+    from lmms_eval_plugins.cli_run import run_lmms_eval
 
     args = list(extra_args)
     if limit is not None:
@@ -825,7 +827,7 @@ def check_model(*, model: str, model_args: str | None, tasks: Sequence[str], lim
             try:
                 samples = task_run.samples(task)
                 stats = compliance_from_samples(samples, metric_names)
-            except (FileNotFoundError, AssertionError, json.JSONDecodeError):
+            except (FileNotFoundError, AssertionError, DataError, json.JSONDecodeError):  # none logged, or malformed
                 pass
             if samples is not None:
                 failures = [f for f in map(failed_reply, samples) if f]

@@ -8,12 +8,16 @@ import sys
 # subcommand -> (module, one-line help). Each module exposes ``main(argv: list[str]) -> int``.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("lmms_eval_plugins.demo", "run the sample tasks with a tiny random Qwen2.5-VL on the CPU and print the table"),
-    "tiny-qwen": ("lmms_eval_plugins.testing.tiny_qwen", "build a tiny randomly initialised Qwen2.5-VL into a folder"),
+    "tiny-qwen": ("lmms_eval_plugins.tiny_qwen", "build a tiny randomly initialised Qwen2.5-VL into a folder"),
     "judge-agreement": ("lmms_eval_plugins.judges.agreement", "score a judge against human labels (agreement, Cohen's kappa)"),
-    "tasks": ("lmms_eval_plugins.task_list", "list the tasks this package adds"),
+    "tasks": ("lmms_eval_plugins.task_list", "list installed benchmarks (data, judge) and their tasks"),
+    "info": ("lmms_eval_plugins.task_list:info_main", "print the README of a task's benchmark"),
     "report": ("lmms_eval_plugins.report", "paper-style HTML/Markdown report from lmms-eval output folders"),
     "export-upstream": ("lmms_eval_plugins.export", "write a self-contained lmms_eval/tasks/<name>/ folder for upstreaming"),
     "check-model": ("lmms_eval_plugins.check_model", "run every *_sample task with a model and report what breaks"),
+    "compare": ("lmms_eval_plugins.compare", "paired differences B - A with 95% CIs and p-values for two runs' headline metrics"),
+    "sync-yaml": ("lmms_eval_plugins.yaml_sync", "write (or --check) each task YAML's metric_list from its benchmark's spec"),
+    "sample-data": ("lmms_eval_plugins.sample_data", "regenerate the bundled sample data of installed benchmarks"),
     "score": ("lmms_eval_plugins.score", "finish or re-score a stored run without the model (judges only unscored samples)"),
 }
 
@@ -29,8 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     if name not in SUBCOMMANDS:
         print(f"lmms-eval-plugins: unknown command {name!r}; run 'lmms-eval-plugins --help'", file=sys.stderr)
         return 2
-    module = importlib.import_module(SUBCOMMANDS[name][0])
-    return int(module.main(rest) or 0)
+    module_name, _, function = SUBCOMMANDS[name][0].partition(":")
+    module = importlib.import_module(module_name)
+    return int(getattr(module, function or "main")(rest) or 0)
 
 
 if __name__ == "__main__":

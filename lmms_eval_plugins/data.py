@@ -23,7 +23,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
-from typing import Any, Callable, Iterable, Literal, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
 from lmms_eval_plugins.errors import DataError, MediaError
 
@@ -54,12 +54,12 @@ def source_spec(dataset: Any) -> dict[str, Any]:
     return dict(rows[0])
 
 
-def resolve_source(benchmark: str, source: str, *, sample_dir: Path, hub_repo: str | None,
+def resolve_source(benchmark: str, source: str, *, sample_dir: Path | None, hub_repo: str | None,
                    local_layout: str) -> DataSource:
     """Decide where ``benchmark`` is read from. ``local_layout`` is shown to users in errors."""
     if source == "sample":
-        if not sample_dir.is_dir():
-            raise DataError(f"the bundled sample of {benchmark} is missing", path=str(sample_dir),
+        if sample_dir is None or not sample_dir.is_dir():
+            raise DataError(f"the bundled sample of {benchmark} is missing", path=str(sample_dir or "(not set: load the task through its utils.py)"),
                             fix="reinstall lmms-eval-plugins (sample data ships inside the wheel)")
         return DataSource(benchmark, "sample", sample_dir)
     if source != "auto":
@@ -249,23 +249,48 @@ def read_json(path: Path) -> Any:
         raise DataError(f"invalid JSON: {exc}", path=str(path), fix="fix the JSON syntax") from exc
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    records = []
+class JsonlLineError(DataError):
+    """One line of a JSON Lines file is not a JSON object: ``line`` is its number (from 1) and
+    ``json_error`` the parser's message when the line is not JSON at all (None: JSON, not an object)."""
+
+    def __init__(self, problem: str, *, line: int, json_error: str | None, path: str, fix: str):
+        super().__init__(problem, path=path, fix=fix)
+        self.line = line
+        self.json_error = json_error
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each non-blank line of a UTF-8 JSON Lines file, in order.
+
+    The one JSONL reader of the package (records, hints, logged samples, human labels). Lines end at
+    ``\\n`` only (a ``\\r`` before it is JSON whitespace): not at the other separators
+    ``str.splitlines`` knows (U+0085, U+2028, U+2029...), which JSON written with ``ensure_ascii=False``
+    (lmms-eval's logged samples) leaves raw inside strings. The file is read when iteration starts: a
+    file that cannot be read or is not UTF-8 is a :class:`DataError`; a bad line is a
+    :class:`JsonlLineError` (a :class:`DataError` whose ``problem`` starts with ``line N:``) raised when
+    iteration reaches it, after the lines before it were yielded. A torn last line is a bad line.
+    """
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"cannot read: {exc}", path=str(path), fix="check the file exists and is UTF-8 text") from exc
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DataError(f"line {number}: invalid JSON ({exc.msg})", path=str(path), fix="one JSON object per line") from exc
+            raise JsonlLineError(f"line {number}: invalid JSON ({exc.msg})", line=number, json_error=exc.msg,
+                                 path=str(path), fix="one JSON object per line") from exc
         if not isinstance(record, dict):
-            raise DataError(f"line {number}: not a JSON object", path=str(path), fix="one JSON object per line")
-        records.append(record)
-    return records
+            raise JsonlLineError(f"line {number}: not a JSON object", line=number, json_error=None,
+                                 path=str(path), fix="one JSON object per line")
+        yield number, record
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every object of a JSON Lines file, in order (blank lines skipped); errors as :func:`iter_jsonl`."""
+    return [record for _, record in iter_jsonl(path)]
 
 
 def require_fields(record: dict[str, Any], fields: Iterable[str], *, record_id: str, path: Path) -> None:

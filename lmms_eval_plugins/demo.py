@@ -11,9 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from lmms_eval_plugins.cli_run import run_lmms_eval
 from lmms_eval_plugins.data import cache_dir
 from lmms_eval_plugins.task_list import sample_tasks
-from lmms_eval_plugins.testing.cli_run import run_lmms_eval
 
 
 # The tiny model's weights are random: it rarely stops by itself, so cap its replies.
@@ -21,7 +21,7 @@ TINY_MODEL_GEN_KWARGS = "max_new_tokens=32"
 
 
 def main(argv: list[str]) -> int:
-    from lmms_eval_plugins.testing.tiny_qwen import build_tiny_qwen2_5_vl, lmms_eval_model_args
+    from lmms_eval_plugins.tiny_qwen import build_tiny_qwen2_5_vl, lmms_eval_model_args
 
     parser = argparse.ArgumentParser(prog="lmms-eval-plugins demo", description=__doc__)
     parser.add_argument("--tasks", default=",".join(sample_tasks()), help="comma-separated tasks (default: every *_sample task or group)")

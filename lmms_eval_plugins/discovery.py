@@ -47,19 +47,32 @@ def _model_manifests() -> list[Any]:
     ]
 
 
-def with_plugin_tasks(include_path: str | list[str] | None) -> list[str]:
-    """Return ``include_path`` as a list with our task folder appended (once)."""
+def plugin_task_dirs() -> list[str]:
+    """Our task folder, then the task folder of every other installed benchmark that lies outside it
+    (packages registered in the ``lmms_eval_plugins.benchmarks`` entry-point group)."""
     from lmms_eval_plugins import tasks_dir
+    from lmms_eval_plugins.benchmark import ordered_benchmarks
 
-    ours = str(tasks_dir())
+    ours = tasks_dir()
+    dirs = [str(ours)]
+    for spec in ordered_benchmarks():
+        folder = Path(spec.tasks_dir).resolve()
+        if folder.is_dir() and ours not in folder.parents and folder != ours and str(folder) not in dirs:
+            dirs.append(str(folder))
+    return dirs
+
+
+def with_plugin_tasks(include_path: str | list[str] | None) -> list[str]:
+    """Return ``include_path`` as a list with the installed benchmarks' task folders appended (once)."""
     if include_path is None:
         paths: list[str] = []
     elif isinstance(include_path, str):
         paths = [include_path]
     else:
         paths = list(include_path)
-    if not any(os.path.realpath(p) == os.path.realpath(ours) for p in paths):
-        paths.append(ours)
+    for folder in plugin_task_dirs():
+        if not any(os.path.realpath(p) == os.path.realpath(folder) for p in paths):
+            paths.append(folder)
     return paths
 
 
@@ -237,8 +250,13 @@ def install_late_hooks() -> None:
     """Hooks on modules that import ``lmms_eval.models`` themselves: installing them from ``register``
     (which runs while ``lmms_eval.models`` is being imported) would be a circular import, so the task
     hook installs them when the first ``TaskManager`` is built, before any evaluation starts."""
+    from lmms_eval_plugins.errorbars import install_stderr_hook
+    from lmms_eval_plugins.lmms_eval_fixes import install_model_hook
+
+    install_model_hook()
     install_predict_only_hook()
     install_results_hook()
+    install_stderr_hook()
     rebind_table_hook()
 
 

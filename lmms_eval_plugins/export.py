@@ -48,6 +48,8 @@ VENDOR_DIR = "_vendor"
 MANIFEST = "EXPORT.json"
 # Never vendored: the task folders themselves (the export *is* the task) and the lmms-eval discovery hook.
 FORBIDDEN = {f"{ROOT}.task_yamls", f"{ROOT}.discovery", f"{ROOT}.cli"}
+# Sub-packages vendored module by module (with their __init__ files), not whole.
+MODULE_WISE_PACKAGES = {"benchmarks"}
 # Calls whose first argument is a module path (a vendored one must be renamed too).
 MODULE_PATH_CALLS = {"import_module", "find_spec", "files"}
 SKIP_NAMES = {"__pycache__", ".pytest_cache", ".DS_Store"}
@@ -70,27 +72,27 @@ def vendored_name(benchmark: str) -> str:
 
 
 def resolve_task_folder(name_or_path: str | Path) -> Path:
-    """A benchmark name (``errorradar``) or a path to a task folder."""
+    """An installed benchmark's name (``errorradar``) or a path to a task folder."""
+    from lmms_eval_plugins.benchmark import registry
+
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         folder = path.resolve()
+    elif str(name_or_path) in registry():
+        folder = registry()[str(name_or_path)].tasks_dir
     else:
-        from lmms_eval_plugins import tasks_dir
-
-        folder = tasks_dir() / str(name_or_path)
-        if not folder.is_dir():
-            known = ", ".join(benchmarks()) or "none"
-            raise ExportError(f"{name_or_path!r} is neither a folder nor a benchmark of this package (benchmarks: {known})")
+        known = ", ".join(benchmarks()) or "none"
+        raise ExportError(f"{name_or_path!r} is neither a folder nor an installed benchmark (benchmarks: {known})")
     if not any(folder.glob("*.yaml")):
-        raise ExportError(f"{folder} holds no task YAML; pass a task folder such as task_yamls/errorradar")
+        raise ExportError(f"{folder} holds no task YAML; pass a task folder such as task_yamls/<benchmark>")
     return folder
 
 
 def benchmarks() -> list[str]:
-    """Benchmarks of this package: task folders holding at least one YAML."""
-    from lmms_eval_plugins import tasks_dir
+    """Installed benchmarks (the ``lmms_eval_plugins.benchmarks`` entry-point group) with a task folder."""
+    from lmms_eval_plugins.benchmark import ordered_benchmarks
 
-    return sorted(p.name for p in tasks_dir().iterdir() if p.is_dir() and not p.name.startswith(("_", ".")) and any(p.glob("*.yaml")))
+    return [b.name for b in ordered_benchmarks() if b.tasks_dir.is_dir() and any(b.tasks_dir.glob("*.yaml"))]
 
 
 # ------------------------------------------------------------------------------------------------ import graph
@@ -155,9 +157,12 @@ def _is_ours(name: str) -> bool:
 
 
 def _top_package(name: str) -> str | None:
-    """``lmms_eval_plugins.judges.base`` -> ``lmms_eval_plugins.judges`` when that is a package, else None."""
+    """``lmms_eval_plugins.judges.base`` -> ``lmms_eval_plugins.judges`` when that is a package, else None.
+
+    Benchmark packages (``lmms_eval_plugins.benchmarks.<name>``) are not vendored whole: only the
+    modules a task folder reaches, so one benchmark's export holds none of the others' code."""
     parts = name.split(".")
-    if len(parts) < 3:
+    if len(parts) < 3 or parts[1] in MODULE_WISE_PACKAGES:
         return None
     candidate = ".".join(parts[:2])
     spec = _spec_file(candidate)
@@ -222,7 +227,8 @@ def plan_export(task_folder: str | Path) -> Plan:
             if any(name == f or name.startswith(f + ".") for f in FORBIDDEN):
                 raise ExportError(f"{label} line {line} imports {name}, which cannot be vendored into a task folder")
             reason = f"{label} (line {line})"
-            sub = _top_package(name) or (name if module.is_package and name.count(".") == 1 else None)
+            wise = name.split(".")[1] in MODULE_WISE_PACKAGES
+            sub = _top_package(name) or (name if module.is_package and name.count(".") == 1 and not wise else None)
             if sub is not None:
                 if sub not in plan.packages:
                     pkg = _spec_file(sub)
@@ -236,10 +242,15 @@ def plan_export(task_folder: str | Path) -> Plan:
                             pkg_name = dotted.removesuffix(".__init__") if rel.name == "__init__" else dotted.rpartition(".")[0]
                             queue.append((file, pkg_name, dotted.removesuffix(".__init__")))
                 continue
-            if name not in plan.modules:
-                plan.modules[name] = module
-                plan.why[name] = reason
-                queue.append((module.path, _package_of(module), name))
+            # a module inside a sub-package needs each package above it (their __init__ run first)
+            parts = name.split(".")
+            for depth in range(2, len(parts) + 1):
+                dotted = ".".join(parts[:depth])
+                found = module if dotted == name else _spec_file(dotted)
+                if found is not None and dotted not in plan.modules:
+                    plan.modules[dotted] = found
+                    plan.why[dotted] = reason
+                    queue.append((found.path, _package_of(found), dotted))
     return plan
 
 
@@ -462,7 +473,8 @@ def export_task(task_folder: str | Path, dest: str | Path, *, force: bool = Fals
             f'__version__ = "{__version__}"\n', encoding="utf-8")
         copies: list[tuple[Path, Path]] = []
         for name, module in plan.modules.items():
-            copies.append((module.path, vroot / Path(*name.split(".")[1:]).with_suffix(".py")))
+            rel = Path(*name.split(".")[1:])
+            copies.append((module.path, vroot / rel / "__init__.py" if module.is_package else vroot / rel.with_suffix(".py")))
         for name, package in plan.packages.items():
             sub = vroot / Path(*name.split(".")[1:])
             copies += [(f, sub / f.relative_to(package.path.parent)) for f in _package_files(package)]
@@ -508,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
         "vendored under _vendor/, sample data, README) that runs with stock lmms-eval, without this package.",
     )
     parser.add_argument("paths", nargs="+", metavar="TASK_FOLDER ... DEST",
-                        help="benchmark names (errorradar) or task folder paths, then the destination folder; "
+                        help="installed benchmark names (see `lmms-eval-plugins tasks`) or task folder paths, then the destination folder; "
                         "each task is written to DEST/<name>/ (e.g. DEST = lmms_eval/tasks)")
     parser.add_argument("--all", action="store_true", help="export every benchmark of this package (then only DEST is given)")
     parser.add_argument("--force", action="store_true", help="replace earlier exports in DEST")

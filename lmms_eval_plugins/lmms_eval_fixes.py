@@ -20,6 +20,11 @@ upstream fix is ``docs/upstream/lmms-eval-openai-frames.patch``, after which the
    on the next run, even with the server back up; its crash-recovery replay of the audit log
    re-inserts such rows too. We never store a failure marker and treat one found in the cache
    (written before this fix) as a miss, so a re-run asks the model again.
+4. **A warning per request.** ``qwen2_5_vl`` (chat) probes the first video of every request with decord
+   for its frame count; our video tasks give videos as frame lists (the frames the paper's protocol
+   chose), which decord cannot open, so each request logged "Failed to probe video [<PIL...>, ...]"
+   (69 lines in one run). The probe's fallback is harmless for a frame list (qwen-vl-utils uses the
+   frames given), so for frame lists the notice is collapsed into one line per model class.
 """
 
 from __future__ import annotations
@@ -129,6 +134,72 @@ def failure_rejecting_cache(cache_cls: type) -> None:
 
         setattr(_lookup, _MARK, True)
         cache_cls._lookup = _lookup
+
+
+PROBE_NOTICE = "Failed to probe video"
+
+
+class _CollapsedProbeWarnings:
+    """A stand-in for a model module's logger: the frame-list probe notice once, everything else as is."""
+
+    def __init__(self, logger: Any, model: str) -> None:
+        self._logger = logger
+        self._model = model
+        self.collapsed = 0
+
+    def warning(self, message: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(message, str) and message.startswith(PROBE_NOTICE + " [<PIL."):
+            self.collapsed += 1
+            if self.collapsed > 1:
+                return None
+            message = (f"lmms-eval-plugins: {self._model} cannot probe videos given as frame lists; it uses the "
+                       "frames as given (the task chose them). This notice is shown once, not per request.")
+        return self._logger.warning(message, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._logger, name)
+
+
+def collapse_probe_warnings(model_class: type) -> None:
+    """Give ``model_class``'s module the collapsing logger, if it logs the probe notice. Idempotent."""
+    import sys
+
+    module = sys.modules.get(getattr(model_class, "__module__", ""))
+    logger = getattr(module, "eval_logger", None)
+    if module is None or logger is None or isinstance(logger, _CollapsedProbeWarnings):
+        return
+    try:
+        import inspect
+
+        if PROBE_NOTICE not in inspect.getsource(module):
+            return
+    except (OSError, TypeError):
+        return
+    module.eval_logger = _CollapsedProbeWarnings(logger, model_class.__name__)
+
+
+def install_model_hook() -> bool:
+    """Wrap ``lmms_eval.models.get_model`` so each model class it resolves gets :func:`collapse_probe_warnings`."""
+    try:
+        import lmms_eval.models as models
+    except ImportError:
+        return False
+    original = getattr(models, "get_model", None)
+    if not callable(original) or getattr(original, _MARK, False):
+        return callable(original)
+
+    def get_model(*args: Any, **kwargs: Any) -> type:
+        cls = original(*args, **kwargs)
+        try:
+            collapse_probe_warnings(cls)
+        except Exception:  # a display nicety must never stop a run
+            pass
+        return cls
+
+    setattr(get_model, _MARK, True)
+    get_model.__wrapped__ = original  # type: ignore[attr-defined]
+    models.get_model = get_model
+    return True
 
 
 def install() -> bool:

@@ -1,9 +1,12 @@
-"""Chat messages for prompts that interleave labelled groups of frames with text.
+"""Chat messages: the one builder of every benchmark's ``doc_to_messages``.
 
-Multi-video benchmarks (CrossVid: "Video 1:", "View A:", "Segment 3:" ...) put each video's frames
-right after a text label, inside one user turn. lmms-eval's chat model classes read such prompts
-from ``doc_to_messages``: a list of ``{"role": ..., "content": [...]}`` messages whose content items
-are ``{"type": "text", "text": ...}`` and ``{"type": "video", "url": [PIL.Image, ...]}``.
+lmms-eval's chat model classes read a prompt from ``doc_to_messages``: a list of ``{"role": ...,
+"content": [...]}`` messages whose content items are ``{"type": "text", "text": ...}``,
+``{"type": "image", "url": PIL.Image}`` and ``{"type": "video", "url": [PIL.Image, ...]}``. Every
+benchmark's prompt is one user turn (after an optional system message) of text interleaved with
+labelled groups of visuals: ErrorRadar's and MMErroR's image inside the prompt, CausalStep's
+"Segment i:" clips, CrossVid's "Video 1:", "View A:" ... videos, ViRectify's "[3s]" frames or its
+whole video. :func:`interleaved_messages` builds all of them.
 
 Simple (non-chat) model classes instead get every frame first (``doc_to_visual``) and the text after
 it (``doc_to_text``); :func:`frame_legend` tells such a model which frames belong to which label.
@@ -15,15 +18,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lmms_eval_plugins.media import as_video_content
+from lmms_eval_plugins.media import as_image_contents, as_video_content
+
+#: how a group's frames become content items: one video item of all of them, or one image item each
+GROUP_KINDS = ("video", "image")
 
 
 @dataclass(frozen=True)
 class FrameGroup:
-    """One labelled group of frames: ``text`` is shown right before the frames (e.g. "Video 1:\\n")."""
+    """One labelled group of frames: ``text`` is shown right before the frames (e.g. "Video 1:\\n").
+
+    ``kind="video"`` (default): the frames are one video item (:func:`as_video_content`);
+    ``kind="image"``: each frame is an image item of its own (:func:`as_image_contents`), e.g. a
+    benchmark's single picture, or a video's frames shown as separate images.
+    """
 
     text: str
     frames: Sequence[Any]
+    kind: str = "video"
+
+    def __post_init__(self) -> None:
+        if self.kind not in GROUP_KINDS:
+            raise ValueError(f"FrameGroup kind must be one of {', '.join(GROUP_KINDS)}, got {self.kind!r}")
 
 
 def system_message(text: str) -> dict[str, Any]:
@@ -37,7 +53,7 @@ def interleaved_content(before: str, groups: Sequence[FrameGroup], after: str) -
     Adjacent texts are merged into one item (``before`` and the first label, say) and empty texts
     are dropped, so the model sees exactly the concatenated prompt with the frames at their places.
     A group without frames is an error: lmms-eval's Qwen2.5-VL chat class crashes on an empty video,
-    and a label followed by nothing would mislead any model.
+    and a label followed by nothing would mislead any model. No groups: the text alone.
     """
     content: list[dict[str, Any]] = []
     pending = before
@@ -47,7 +63,10 @@ def interleaved_content(before: str, groups: Sequence[FrameGroup], after: str) -
         pending += group.text
         if pending:
             content.append({"type": "text", "text": pending})
-        content.append(as_video_content(list(group.frames)))
+        if group.kind == "image":
+            content.extend(as_image_contents(list(group.frames)))
+        else:
+            content.append(as_video_content(list(group.frames)))
         pending = ""
     pending += after
     if pending:

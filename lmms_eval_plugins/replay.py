@@ -18,13 +18,14 @@ Two parts:
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from lmms_eval.api.filter import Filter
+
+from lmms_eval_plugins.filtered import FilteredDict
 
 __all__ = [
     "CAUSAL_AFTER_CAUSAL",
@@ -147,17 +148,10 @@ def replay_chain(n_segments: int, is_correct: Callable[[str, int], bool], restar
 GroupReplayFn = Callable[[Sequence[Mapping[str, Any]], Sequence[str]], Any]
 
 
-class GroupAttachment(dict):
-    """The group-level part of a filtered response: a plain JSON-serialisable dict that also
-    survives lmms-eval's handling of filtered responses (``ConfigurableTask.process_results``
-    calls ``.strip()`` on every element of a list response; the evaluator's reasoning-tag stripping
-    leaves non-strings alone, and its sample log writes them with ``str()``, here JSON)."""
-
-    def strip(self, *args: Any) -> GroupAttachment:
-        return self
-
-    def __str__(self) -> str:  # lmms-eval's sample log writes filtered responses with str()
-        return json.dumps(self, ensure_ascii=False, default=str)
+class GroupAttachment(FilteredDict):
+    """The group-level part of a filtered response: a plain JSON-serialisable dict that survives
+    lmms-eval's handling of filtered responses (``.strip()`` returns it, ``str()`` is JSON: see
+    :mod:`lmms_eval_plugins.filtered`)."""
 
 
 class GroupReplayFilter(Filter):

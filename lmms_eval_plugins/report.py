@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import base64
 import datetime as _dt
+import functools
 import html
 import io
 import json
@@ -32,24 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from lmms_eval_plugins.data import read_jsonl
+from lmms_eval_plugins import logged_samples
+from lmms_eval_plugins.benchmark import Benchmark, benchmark_of_task, ordered_benchmarks
 from lmms_eval_plugins.errors import DataError
 
-BENCHMARKS: dict[str, str] = {
-    "errorradar": "ErrorRadar",
-    "mmerror": "MMErroR",
-    "crossvid": "CrossVid",
-    "causalstep": "CausalStep",
-    "virectify": "ViRectify",
-}
-# Tokens of a task name that name a subtask (its "role") rather than a variant of the benchmark.
-ROLE_TOKENS: dict[str, tuple[str, ...]] = {
-    "errorradar": ("step", "cate"),
-    "mmerror": ("etc", "epd"),
-    "crossvid": ("bu", "nc", "cc", "pea", "pi", "fsa", "pss", "msr", "moc", "ccqa", "comparative", "temporal", "multiview"),
-    "causalstep": (),
-    "virectify": ("reflect",),
-}
 RESULTS_SUFFIX = "_results.json"
 JUDGE_REPORT_GLOB = "judge_report*.json"
 
@@ -72,8 +59,7 @@ class TaskResult:
 
     @property
     def samples_path(self) -> Path:
-        stem = self.results_path.name[: -len(RESULTS_SUFFIX)]
-        return self.results_path.parent / f"{stem}_samples_{self.task}.jsonl"
+        return logged_samples.samples_path(self.results_path, self.task)
 
 
 @dataclass
@@ -101,7 +87,7 @@ def _read_samples(path: Path, notes: list[str]) -> list[dict[str, Any]] | None:
         notes.append(f"no logged samples {path} (run lmms-eval with --log_samples): plots that need them are left out")
         return None
     try:
-        return read_jsonl(path)
+        return logged_samples.read_samples(path)
     except DataError as exc:  # a broken samples file costs its plots, not the report
         notes.append(f"malformed samples file {path}, {exc.problem}: plots that need it are left out")
         return None
@@ -209,6 +195,7 @@ def load_run(folder: Path, files: Sequence[Path], *, label: str | None, skip_bad
         "gen_kwargs": config.get("gen_kwargs"),
         "model_backend": config.get("model_backend"),
         "total_evaluation_time_seconds": newest.get("total_evaluation_time_seconds"),
+        "versions": {k: v for path, data in loaded for k, v in (data.get("versions") or {}).items()},
     }
     model_args = config.get("model_args")
     run = Run(label or model_label(newest, folder), folder, str(config.get("model") or ""),
@@ -458,19 +445,19 @@ class Entry:
 
 
 def split_task(task: str) -> tuple[str | None, str | None, str]:
-    """``errorradar_step_sample`` -> (``errorradar``, ``step``, ``sample``)."""
-    tokens = task.split("_")
-    bench = tokens[0]
-    if bench not in BENCHMARKS:
+    """``errorradar_step_sample`` -> (``errorradar``, ``step``, ``sample``): the installed benchmark whose
+    name prefixes the task, the first token naming one of its roles, and the rest (the variant)."""
+    spec = benchmark_of_task(task)
+    if spec is None:
         return None, None, task
     role = None
     rest = []
-    for token in tokens[1:]:
-        if role is None and token in ROLE_TOKENS[bench]:
+    for token in task[len(spec.name):].split("_")[1:]:
+        if role is None and token in spec.roles:
             role = token
         else:
             rest.append(token)
-    return bench, role, "_".join(rest)
+    return spec.name, role, "_".join(rest)
 
 
 def entries_for(bench: str, runs: Sequence[Run]) -> list[Entry]:
@@ -516,7 +503,7 @@ class Plotter:
             except ImportError as exc:  # pragma: no cover - depends on the environment
                 self.enabled = False
                 self.error = (f"plots left out: matplotlib is not installed ({exc}); "
-                              "pip install 'lmms-eval-plugins[report]'")
+                              "pip install matplotlib (a dependency of lmms-eval-plugins: reinstall it)")
         self.colors: dict[str, str] = {}
 
     def color(self, label: str) -> str:
@@ -714,106 +701,13 @@ class Plotter:
 # =============================================================================================== paper rows
 # Copied from the papers in /work/shared/papers (see each table's source line); percentages.
 
-PAPER_ROWS: dict[str, dict[str, Any]] = {
-    "errorradar_f1": {
-        "source": "ErrorRadar paper, Table 6 (per-class F1, printed there as fractions; ×100 here) and §4.3 (STEP accuracy)",
-        "decimals": [1, 0, 0, 0, 0, 0],
-        "columns": ["STEP acc", "VIS", "CAL", "REAS", "KNOW", "MIS"],
-        "rows": {
-            "GPT-4o": [None, 58, 55, 59, 15, 25],
-            "Gemini-Pro-1.5": [None, 54, 56, 58, 25, 19],
-            "Claude-3.5-Sonnet": [None, 45, 51, 58, 16, 18],
-            "InternVL2-76B": [54.4, 41, 60, 36, 18, 14],
-            "LLaVA-NEXT-72B": [51.8, 12, 57, 39, 12, 1],
-            "Human": [69.8, 65, 71, 55, 28, 44],
-        },
-    },
-    "errorradar_rp": {
-        "source": "ErrorRadar paper, Tables 4 (recall) and 5 (precision), fractions ×100",
-        "decimals": 0,
-        "columns": ["R VIS", "R CAL", "R REAS", "R KNOW", "R MIS", "P VIS", "P CAL", "P REAS", "P KNOW", "P MIS"],
-        "rows": {
-            "GPT-4o": [46, 50, 64, 9, 46, 80, 61, 55, 44, 17],
-            "InternVL2-76B": [33, 92, 25, 10, 8, 55, 45, 66, 56, 52],
-            "LLaVA-NEXT-72B": [7, 85, 31, 7, 0, 66, 42, 51, 45, 8],
-            "Human": [67, 76, 48, 35, 54, 64, 68, 64, 23, 38],
-        },
-    },
-    "mmerror_domains": {
-        "source": "MMErroR paper, main results (ETC accuracy by domain; the paper's domain abbreviations)",
-        "decimals": 2,
-        "columns": ["ML", "PE", "CM", "BH", "EE", "DA", "Total (ETC)"],
-        "rows": {
-            "Gemini-3-Pro-Preview": [66.37, 66.88, 69.81, 64.43, 65.39, 69.26, 66.65],
-            "GPT-5.2 (xhigh)": [64.56, 63.62, 62.26, 60.50, 65.14, 69.59, 64.30],
-            "Claude-Opus-4.5": [62.76, 61.00, 61.64, 57.70, 56.74, 68.58, 61.04],
-            "Qwen3-VL-32B-Thinking": [59.46, 54.90, 52.20, 65.83, 60.81, 59.80, 59.29],
-            "Human Expert (High)": [91.07, 88.65, 87.50, 90.15, 88.96, 90.18, 89.52],
-            "Random Choice": [22.10, 23.62, 24.18, 24.06, 21.50, 25.53, 23.45],
-        },
-    },
-    "mmerror_drop": {
-        "source": "MMErroR paper, ETC vs EPD table",
-        "decimals": 2,
-        "columns": ["ETC", "EPD", "EPD drop"],
-        "rows": {
-            "Gemini-3-Pro-Preview": [66.65, 61.39, -5.26],
-            "GPT-5.2 (xhigh)": [64.30, 58.54, -5.76],
-            "Claude-Opus-4.5": [61.04, 55.18, -5.86],
-            "Kimi-K2.5": [60.19, 51.63, -8.56],
-            "LLaMA-4-Maverick": [39.46, 18.13, -21.33],
-        },
-    },
-    "crossvid": {
-        "source": "CrossVid paper, Table 2",
-        "decimals": 1,
-        "columns": ["O.Avg", "BU", "NC", "CC", "PEA", "C.Avg", "PI", "FSA", "PSS", "T.Avg", "MSR", "MOC", "M.Avg", "CCQA"],
-        "rows": {
-            "Human": [89.2, 85.6, 92.3, 90.7, 83.9, 88.1, 91.6, 85.2, 89.9, 88.9, 93.2, 94.2, 93.7, 85.2],
-            "Gemini-2.5-Pro": [50.4, 54.2, 51.8, 68.7, 44.1, 54.7, 76.5, 13.4, 78.2, 56.0, 32.0, 25.3, 28.7, 59.8],
-            "GPT-4.1": [45.2, 46.2, 34.6, 58.5, 51.2, 47.6, 70.9, 8.6, 60.5, 46.7, 38.6, 38.2, 38.4, 44.6],
-            "Qwen2.5-VL-72B": [34.4, 37.7, 38.5, 52.6, 39.6, 42.1, 61.8, 5.9, 20.0, 29.2, 20.9, 26.0, 23.5, 41.2],
-            "InternVL3-8B": [25.6, 15.2, 22.8, 24.3, 42.1, 26.1, 56.2, 3.2, 1.5, 20.3, 34.0, 47.3, 40.7, 9.7],
-            "Qwen2.5-VL-7B": [18.3, 19.6, 19.0, 23.4, 15.0, 19.3, 58.6, 1.2, 0.3, 20.0, 11.8, 21.7, 16.8, 12.0],
-        },
-    },
-    "causalstep": {
-        "source": "CausalStep paper, Table 3 (its Maximum row and some AMCL > MCL rows cannot be derived from its own definitions)",
-        "decimals": [0, 2, 0, 2, 2, 1, 1],
-        "columns": ["CSR", "AMCL", "MCL", "RF", "WS", "DUA", "ICRA"],
-        "rows": {
-            "o4-mini-2025-04-16": [51, 7.19, 30, 1.69, 55.06, 85.2, 39.8],
-            "Gemini-2.5-Flash": [48, 6.90, 27, 1.68, 47.63, 84.6, 36.2],
-            "GPT-4o-2024-11-20": [39, 5.94, 23, 2.17, 38.88, 80.0, 29.7],
-            "Qwen2.5-VL-72B": [26, 5.89, 17, 2.47, 37.69, 76.1, 25.2],
-            "Qwen2.5-VL-7B": [16, 5.61, 9, 2.68, 35.42, 71.0, 21.8],
-            "Human": [79, 8.03, 46, 0.74, 62.39, 92.0, 76.8],
-        },
-    },
-    "virectify": {
-        "source": "ViRectify paper, Table 2",
-        "decimals": 2,
-        "columns": ["Dynamic Perception · Acc_i", "Dynamic Perception · IoU", "Dynamic Perception · Acc_r",
-                    "Scientific Reasoning · Acc_i", "Scientific Reasoning · IoU", "Scientific Reasoning · Acc_r",
-                    "Embodied Decision · Acc_i", "Embodied Decision · IoU", "Embodied Decision · Acc_r",
-                    "Total · Acc_i", "Total · IoU", "Total · Acc_r"],
-        "rows": {
-            "GPT-5": [77.51, 44.07, 37.33, 76.97, 48.25, 25.16, 80.32, 52.96, 30.54, 77.98, 46.93, 31.94],
-            "Gemini-2.5-Pro": [75.34, 42.71, 36.86, 75.03, 47.16, 24.93, 79.15, 52.73, 30.22, 76.01, 45.68, 31.77],
-            "GPT-4o": [74.25, 43.29, 36.17, 72.83, 47.82, 24.32, 78.41, 50.40, 29.43, 75.73, 46.15, 31.33],
-            "Qwen2.5-VL-72B": [65.82, 39.84, 27.40, 66.84, 38.61, 20.57, 70.67, 52.48, 20.41, 66.88, 42.90, 23.67],
-            "Qwen2.5-VL-7B": [36.29, 24.85, 18.19, 34.55, 25.85, 10.62, 36.71, 39.91, 10.88, 35.77, 28.44, 13.94],
-            "InternVL3-8B": [42.14, 25.23, 15.87, 42.05, 25.58, 11.57, 43.48, 37.08, 18.74, 42.39, 27.85, 14.98],
-        },
-    },
-}
 
 
-def paper_rows(key: str, columns: Sequence[Col], enabled: bool) -> tuple[list[tuple[str, list[Cell]]], str]:
-    """The paper's rows aligned to ``columns`` (by name; missing columns are blank)."""
+def paper_rows(spec: Mapping[str, Any], columns: Sequence[Col], enabled: bool) -> tuple[list[tuple[str, list[Cell]]], str]:
+    """A paper's rows (``{"source", "columns", "rows", "decimals"}``, kept in the benchmark's report module)
+    aligned to ``columns`` (by name; missing columns are blank)."""
     if not enabled:
         return [], ""
-    spec = PAPER_ROWS[key]
     decimals = spec.get("decimals", [None] * len(spec["columns"]))
     if isinstance(decimals, int):
         decimals = [decimals] * len(spec["columns"])
@@ -926,592 +820,6 @@ def best_index(values: Sequence[float | None], how: str) -> set[int]:
     return {i for i, v in enumerate(values) if v is not None and v == target}
 
 
-# =============================================================================================== ErrorRadar
-
-ER_CLASSES = ("VIS", "CAL", "REAS", "KNOW", "MIS")
-
-
-def _prf_from_confusion(confusion: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
-    recall, precision = {}, {}
-    for c in ER_CLASSES:
-        row = confusion.get(c, {})
-        total = sum(num(v) or 0 for v in row.values())
-        recall[c] = 100.0 * (num(row.get(c)) or 0) / total if total else 0.0
-        predicted = sum(num(confusion.get(g, {}).get(c)) or 0 for g in confusion)
-        precision[c] = 100.0 * (num(row.get(c)) or 0) / predicted if predicted else 0.0
-    return recall, precision
-
-
-def section_errorradar(b: Builder, entries: list[Entry]) -> Section:
-    sec = Section("errorradar", "ErrorRadar", intro=(
-        "First wrong step (STEP) and error category (CATE) of K-12 math solutions. The table follows "
-        "the paper's Table 6 (per-class F1) with STEP/CATE accuracy and macro averages added; all numbers are "
-        "percentages, unparseable answers count as wrong and are counted next to the score they affect. "
-        + variant_note(entries)))
-    cols = [Col("STEP acc", short="acc", group="STEP", best="max"), Col("STEP unparseable", short="unparseable", group="STEP"),
-            *(Col(c, group="CATE F1 per class", best="max") for c in ER_CLASSES),
-            Col("macro P", short="P", group="CATE macro", best="max"), Col("macro R", short="R", group="CATE macro", best="max"),
-            Col("macro F1", short="F1", group="CATE macro", best="max"),
-            Col("CATE acc", short="acc", group="CATE", best="max"), Col("CATE unparseable", short="unparseable", group="CATE"),
-            Col("n (step / cate)")]
-    rows = []
-    for e in entries:
-        s, c = e.m("step"), e.m("cate")
-        n_step = e.tasks["step"].n_samples if "step" in e.tasks else None
-        n_cate = e.tasks["cate"].n_samples if "cate" in e.tasks else None
-        rows.append((e.label, [
-            b.cell(s.get("step_acc"), std=s.get("step_acc_std")) if "step_acc" in s else "—",
-            fmt(s.get("step_parse_fail")) if "step_parse_fail" in s else "—",
-            *(fmt(c.get(f"cate_f1_{k.lower()}")) if f"cate_f1_{k.lower()}" in c else "—" for k in ER_CLASSES),
-            fmt(c.get("cate_macro_precision")) if "cate_macro_precision" in c else "—",
-            fmt(c.get("cate_macro_recall")) if "cate_macro_recall" in c else "—",
-            b.cell(c.get("cate_macro_f1"), std=c.get("cate_macro_f1_std")) if "cate_macro_f1" in c else "—",
-            b.cell(c.get("cate_acc"), std=c.get("cate_acc_std")) if "cate_acc" in c else "—",
-            fmt(c.get("cate_parse_fail")) if "cate_parse_fail" in c else "—",
-            f"{fmt(n_step) if n_step is not None else '—'} / {fmt(n_cate) if n_cate is not None else '—'}",
-        ]))
-    ref, source = paper_rows("errorradar_f1", cols, b.paper)
-    sec.blocks.append(Table("errorradar-main", "STEP and CATE (paper Table 6 layout)", cols, rows, ref, source,
-                            note="STEP acc / CATE acc: % correct over all records; F1 per class and macro averages over the five classes."))
-
-    confusions = {e.label: dict_metric(e.m("cate"), "cate_confusion") for e in entries if dict_metric(e.m("cate"), "cate_confusion")}
-    if confusions:
-        rp_cols = [*(Col(f"R {k}", group="recall", best="max") for k in ER_CLASSES),
-                   *(Col(f"P {k}", group="precision", best="max") for k in ER_CLASSES)]
-        rp_rows = []
-        for label, confusion in confusions.items():
-            recall, precision = _prf_from_confusion(confusion)
-            rp_rows.append((label, [fmt(recall[k]) for k in ER_CLASSES] + [fmt(precision[k]) for k in ER_CLASSES]))
-        ref, source = paper_rows("errorradar_rp", rp_cols, b.paper)
-        sec.blocks.append(Table("errorradar-recall-precision", "Per-class recall and precision (paper Tables 4 and 5 layout)",
-                                rp_cols, rp_rows, ref, source,
-                                note="Computed from the confusion matrix (cate_confusion); an unparseable answer counts against its gold class's recall."))
-        fig = b.figure("errorradar-confusion", "CATE confusion matrices",
-                       lambda: b.plotter.confusion_grid("ErrorRadar CATE: gold (rows) vs predicted (columns)", confusions,
-                                                        short=lambda k: "unp." if k == "unparseable" else k))
-        if fig:
-            sec.blocks.append(fig)
-
-    f1 = {e.label: [num(e.m("cate").get(f"cate_f1_{k.lower()}")) for k in ER_CLASSES]
-          for e in entries if any(f"cate_f1_{k.lower()}" in e.m("cate") for k in ER_CLASSES)}
-    if f1:
-        refs = {}
-        if b.paper:
-            spec = PAPER_ROWS["errorradar_f1"]
-            for name in ("GPT-4o", "Human"):
-                refs[f"{name} (paper)"] = spec["rows"][name][1:]
-        fig = b.figure("errorradar-radar", "Per-category F1 (radar)",
-                       lambda: b.plotter.radar("ErrorRadar per-category F1 (%)", ER_CLASSES, f1, refs),
-                       "Grey lines: the paper's GPT-4o and human rows (Table 6)." if refs else "")
-        if fig:
-            sec.blocks.append(fig)
-
-    dists = {e.label: dict_metric(e.m("cate"), "cate_pred_distribution") for e in entries if dict_metric(e.m("cate"), "cate_pred_distribution")}
-    if dists:
-        gold = None
-        first = next(iter(confusions.values()), None)
-        if first:
-            totals = {g: sum(num(v) or 0 for v in row.values()) for g, row in first.items()}
-            grand = sum(totals.values()) or 1
-            gold = {g: 100.0 * t / grand for g, t in totals.items()}
-        fig = b.figure("errorradar-cal-bias", "CAL bias: prediction distribution",
-                       lambda: b.plotter.cal_bias("ErrorRadar CATE prediction distribution", dists, ER_CLASSES, gold),
-                       "The paper (Figure 21) finds most open-source models over-predict CAL; grey bars: the gold label distribution.")
-        if fig:
-            sec.blocks.append(fig)
-
-    qt_cols, qt_rows = [], []
-    types = sorted({t for e in entries for role in ("step", "cate")
-                    for t in dict_metric(e.m(role), f"{role}_acc_by_question_type")})
-    if types:
-        qt_cols = [Col(f"{t} · {kind}", short=kind, group=t) for t in types for kind in ("STEP", "CATE")]
-        for e in entries:
-            s = dict_metric(e.m("step"), "step_acc_by_question_type")
-            c = dict_metric(e.m("cate"), "cate_acc_by_question_type")
-            qt_rows.append((e.label, [fmt(d.get(t)) if t in d else "—" for t in types for d in (s, c)]))
-        sec.blocks.append(Table("errorradar-question-type", "Accuracy by question type", qt_cols, qt_rows))
-
-    have, note = b.samples_note(entries, "step", "STEP offset plot")
-    offsets = {}
-    for e, samples in have:
-        values = [int(i["pred"]) - int(i["gold"]) for i in items_of(samples)
-                  if isinstance(i.get("pred"), int) and isinstance(i.get("gold"), int)]
-        if values:
-            offsets[e.label] = values
-    if offsets:
-        fig = b.figure("errorradar-step-offset", "Predicted minus gold error step",
-                       lambda: b.plotter.histograms("ErrorRadar STEP: predicted − gold step (parsed answers)", offsets,
-                                                    "predicted step − gold step"),
-                       "From the logged samples; 0 is a correct answer, negative values name a step before the real first error.")
-        if fig:
-            sec.blocks.append(fig)
-    if note:
-        sec.blocks.append(note)
-    return sec
-
-
-# =============================================================================================== MMErroR
-
-def _mm_short(label: str) -> str:
-    names = {"A": "A VPE", "B": "B RE", "C": "C QCE", "D": "D KDE", "E": "E none"}
-    if label == "unparseable":
-        return "unp."
-    return names.get(label[:1], label) if len(label) > 2 and label[1] == "_" else label
-
-
-def section_mmerror(b: Builder, entries: list[Entry]) -> Section:
-    sec = Section("mmerror", "MMErroR", intro=(
-        "Error-type classification with a known error (ETC) and with error presence detection first (EPD). "
-        "Accuracy is strict (unparseable = wrong) and counted per sample (EPD replays its two stages). "
-        + variant_note(entries)))
-    for proto in ("etc", "epd"):
-        present = [e for e in entries if proto in e.tasks]
-        if not present:
-            continue
-        domains = sorted({d for e in present for d in dict_metric(e.m(proto), "accuracy_by_domain")})
-        cols = [*(Col(d, group="accuracy by domain", best="max") for d in domains),
-                Col(f"Total ({proto.upper()})", best="max"), Col("domain macro", best="max"), Col("unparseable"), Col("samples")]
-        rows = []
-        for e in present:
-            m = e.m(proto)
-            by = dict_metric(m, "accuracy_by_domain")
-            confusion = dict_metric(m, "confusion")
-            samples = sum(num(v) or 0 for row in confusion.values() if isinstance(row, dict) for v in row.values())
-            rows.append((e.label, [*(fmt(by.get(d)) if d in by else "—" for d in domains),
-                                   b.cell(m.get("accuracy"), m), fmt(m.get("accuracy_domain_macro")) if "accuracy_domain_macro" in m else "—",
-                                   fmt(m.get("parse_fail")) if "parse_fail" in m else "—",
-                                   fmt(int(samples)) if confusion else fmt(e.tasks[proto].n_samples)]))
-        ref, source = ([], "")
-        if proto == "etc":
-            ref, source = paper_rows("mmerror_domains", cols, False)
-        sec.blocks.append(Table(f"mmerror-{proto}-domains", f"{proto.upper()} accuracy by domain (paper main-results layout)",
-                                cols, rows, ref, source))
-        if proto == "etc" and b.paper:
-            pcols = [Col(c) for c in PAPER_ROWS["mmerror_domains"]["columns"]]
-            prow, psource = paper_rows("mmerror_domains", pcols, True)
-            sec.blocks.append(Table("mmerror-paper-domains", "Published ETC results by domain (reference)", pcols, [], prow, psource,
-                                    note="The paper's six domains (ML, PE, CM, BH, EE, DA) are listed as abbreviations; "
-                                         "the columns above use the domain values of the data that was evaluated."))
-
-    both = [e for e in entries if "etc" in e.tasks or "epd" in e.tasks]
-    cols = [Col("ETC", best="max"), Col("EPD", best="max"), Col("EPD drop", best="max"), Col("no-error rate"),
-            Col("false-alarm rate", best="min"), Col("ETC unparseable"), Col("EPD unparseable"), Col("EPD stage-1 unparseable")]
-    rows = []
-    for e in both:
-        etc, epd = e.m("etc"), e.m("epd")
-        drop = (num(epd.get("accuracy")) - num(etc.get("accuracy"))) if num(epd.get("accuracy")) is not None and num(etc.get("accuracy")) is not None else None
-        rows.append((e.label, [fmt(etc.get("accuracy")) if "accuracy" in etc else "—",
-                               fmt(epd.get("accuracy")) if "accuracy" in epd else "—",
-                               fmt(drop) if drop is not None else "—",
-                               fmt(epd.get("no_error_rate")) if "no_error_rate" in epd else "—",
-                               fmt(epd.get("false_alarm_rate")) if "false_alarm_rate" in epd else "—",
-                               fmt(etc.get("parse_fail")) if "parse_fail" in etc else "—",
-                               fmt(epd.get("parse_fail")) if "parse_fail" in epd else "—",
-                               fmt(epd.get("presence_parse_fail")) if "presence_parse_fail" in epd else "—"]))
-    ref, source = paper_rows("mmerror_drop", cols, b.paper)
-    sec.blocks.append(Table("mmerror-drop", "From ETC to EPD", cols, rows, ref, source,
-                            note="EPD drop = EPD − ETC accuracy. False-alarm rate: share of E_NoError samples answered P "
-                                 "(N/A when the data has none, as in the public release)."))
-    pairs = {e.label: (num(e.m("etc").get("accuracy")), num(e.m("epd").get("accuracy"))) for e in both}
-    if any(v[0] is not None or v[1] is not None for v in pairs.values()):
-        fig = b.figure("mmerror-drop", "ETC to EPD drop", lambda: b.plotter.bars_figure(
-            "MMErroR accuracy: ETC vs EPD", list(pairs), {"ETC": [v[0] for v in pairs.values()], "EPD": [v[1] for v in pairs.values()]},
-            ylabel="accuracy %"))
-        if fig:
-            sec.blocks.append(fig)
-
-    panels = []
-    for proto in ("etc", "epd"):
-        present = [e for e in entries if dict_metric(e.m(proto), "accuracy_by_domain")]
-        if present:
-            domains = sorted({d for e in present for d in dict_metric(e.m(proto), "accuracy_by_domain")})
-            panels.append((proto.upper(), domains, {e.label: [num(dict_metric(e.m(proto), "accuracy_by_domain").get(d)) for d in domains]
-                                                    for e in present}))
-    if panels:
-        fig = b.figure("mmerror-domains", "Accuracy by domain", lambda: b.plotter.panels_figure("MMErroR accuracy by domain", panels))
-        if fig:
-            sec.blocks.append(fig)
-
-    labels = sorted({k for e in entries for p in ("etc", "epd") for k in dict_metric(e.m(p), "accuracy_by_label")})
-    if labels:
-        cols = [Col(f"{p.upper()} · {_mm_short(l)}", short=_mm_short(l), group=p.upper()) for p in ("etc", "epd") for l in labels]
-        rows = []
-        for e in entries:
-            rows.append((e.label, [fmt(dict_metric(e.m(p), "accuracy_by_label").get(l)) if l in dict_metric(e.m(p), "accuracy_by_label") else "—"
-                                   for p in ("etc", "epd") for l in labels]))
-        sec.blocks.append(Table("mmerror-labels", "Accuracy by gold label", cols, rows,
-                                note="A VPE visual perception, B RE reasoning, C QCE question comprehension, D KDE knowledge deployment, E no error."))
-
-    for proto in ("etc", "epd"):
-        confusions = {e.label: dict_metric(e.m(proto), "confusion") for e in entries if dict_metric(e.m(proto), "confusion")}
-        if confusions:
-            fig = b.figure(f"mmerror-{proto}-confusion", f"{proto.upper()} confusion matrices",
-                           lambda c=confusions, p=proto: b.plotter.confusion_grid(f"MMErroR {p.upper()}: gold (rows) vs predicted (columns)",
-                                                                                c, short=_mm_short))
-            if fig:
-                sec.blocks.append(fig)
-    dist_panels = []
-    for proto in ("etc", "epd"):
-        dists = {e.label: dict_metric(e.m(proto), "pred_distribution") for e in entries if dict_metric(e.m(proto), "pred_distribution")}
-        if dists:
-            cats = list(dict.fromkeys(k for d in dists.values() for k in d))
-            dist_panels.append((proto.upper(), [_mm_short(c) for c in cats], {n: [num(d.get(c)) for c in cats] for n, d in dists.items()}))
-    if dist_panels:
-        fig = b.figure("mmerror-pred-distribution", "Prediction distributions",
-                       lambda: b.plotter.panels_figure("MMErroR prediction distribution (% of samples)", dist_panels))
-        if fig:
-            sec.blocks.append(fig)
-    return sec
-
-
-# =============================================================================================== CrossVid
-
-CV_DIMENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("C.Avg", ("bu", "nc", "cc", "pea")),
-    ("T.Avg", ("pi", "fsa", "pss")),
-    ("M.Avg", ("msr", "moc")),
-)
-CV_GROUPS = {"bu": "Comparative Analysis", "nc": "Comparative Analysis", "cc": "Comparative Analysis",
-             "pea": "Comparative Analysis", "C.Avg": "Comparative Analysis", "pi": "Temporal Understanding",
-             "fsa": "Temporal Understanding", "pss": "Temporal Understanding", "T.Avg": "Temporal Understanding",
-             "msr": "Multi-view Reasoning", "moc": "Multi-view Reasoning", "M.Avg": "Multi-view Reasoning",
-             "ccqa": "Free-form"}
-CV_COLUMNS = ("O.Avg", "bu", "nc", "cc", "pea", "C.Avg", "pi", "fsa", "pss", "T.Avg", "msr", "moc", "M.Avg", "ccqa")
-CV_SCORE_KEYS = ("score", "accuracy", "acc")
-CV_TASKS = ("bu", "nc", "cc", "pea", "pi", "fsa", "pss", "msr", "moc", "ccqa")
-# The task folder's own groups (lmms-eval aggregates ``score`` over their members): column -> role.
-CV_GROUP_ROLES = {"C.Avg": "comparative", "T.Avg": "temporal", "M.Avg": "multiview", "O.Avg": None}
-
-
-def _cv_score(metrics: Mapping[str, Any]) -> float | None:
-    for key in CV_SCORE_KEYS:
-        if num(metrics.get(key)) is not None:
-            return num(metrics.get(key))
-    return None
-
-
-def crossvid_row(e: Entry) -> tuple[dict[str, float | None], set[str], list[str]]:
-    """(task scores and dimension averages, the averages over an incomplete dimension, notes).
-
-    Averages are computed from the task scores (C/T/M.Avg: mean of their tasks; O.Avg: mean of the
-    ten). Where only the group's own aggregate exists it is shown; a group aggregate that differs
-    from the computed mean is noted."""
-    scores = {t: _cv_score(e.m(t)) for t in CV_TASKS if t in e.tasks}
-    out: dict[str, float | None] = dict(scores)
-    partial: set[str] = set()
-    notes: list[str] = []
-    dims = dict(CV_DIMENSIONS)
-    dims["O.Avg"] = CV_TASKS
-    for col, tasks in dims.items():
-        values = [scores[t] for t in tasks if scores.get(t) is not None]
-        group = CV_GROUP_ROLES[col]
-        reported = _cv_score(e.m(group)) if group in e.tasks else None
-        if values:
-            out[col] = sum(values) / len(values)
-            if len(values) < len(tasks):
-                partial.add(col)
-            elif reported is not None and abs(reported - out[col]) > 0.005:
-                notes.append(f"{e.label}: lmms-eval's {e.tasks[group].task} score is {fmt(reported)}, "
-                             f"the mean of its tasks {fmt(out[col])} (shown)")
-        elif reported is not None:
-            out[col] = reported
-    return out, partial, notes
-
-
-def section_crossvid(b: Builder, entries: list[Entry]) -> Section:
-    sec = Section("crossvid", "CrossVid", intro=(
-        "Cross-video reasoning, ten tasks in four dimensions (the paper's Table 2 layout). Choice tasks: accuracy; "
-        "FSA: mean temporal IoU; PSS: exact order; CCQA: rubric score (micro-average). "
-        "C.Avg, T.Avg, M.Avg: means of their tasks; O.Avg: unweighted mean of the ten task scores. "
-        + variant_note(entries)))
-    cols = [Col(key if "." in key else key.upper(), group=CV_GROUPS.get(key), best="max") for key in CV_COLUMNS]
-    rows, any_partial, mismatch = [], False, []
-    for e in entries:
-        values, partial, notes = crossvid_row(e)
-        mismatch += notes
-        cells: list[Cell] = []
-        for key in CV_COLUMNS:
-            value = values.get(key)
-            if value is None:
-                cells.append("—" if key not in values else fmt(None))
-            elif key in partial:
-                any_partial = True
-                cells.append(b.cell(value, note="partial: over the tasks present"))
-            elif key in CV_TASKS:
-                cells.append(b.cell(value, e.m(key)))
-            else:
-                cells.append(fmt(value))
-        rows.append((e.label, cells))
-    ref, source = paper_rows("crossvid", cols, b.paper)
-    sec.blocks.append(Table("crossvid-main", "Ten tasks and dimension averages (paper Table 2 layout)", cols, rows, ref, source,
-                            note=("Counts after a score (unparseable answers, judge errors, skipped records) are that task's. "
-                                  + ("A 'partial' average is over the tasks present only." if any_partial else ""))))
-    sec.blocks.extend(Note(n, "warn") for n in mismatch)
-
-    count_cols = [Col("records"), Col("score"), Col("counts"), Col("other")]
-    count_rows = []
-    for e in entries:
-        for t in CV_TASKS:
-            if t not in e.tasks:
-                continue
-            m = e.m(t)
-            extra = [f"{k} {fmt(v)}" for k, v in m.items() if k not in CV_SCORE_KEYS and not isinstance(v, (dict, list))
-                     and k not in {name for name, _, _ in counts_of(m)}]
-            count_rows.append((f"{e.label} · {t.upper()}", [fmt(e.tasks[t].n_samples), fmt(_cv_score(m)), b.counts_cell(m),
-                                                             "; ".join(extra) or "—"]))
-    if count_rows:
-        sec.blocks.append(Table("crossvid-counts", "Per task: records, counts and other metrics", count_cols, count_rows,
-                                first="model · task", note="counts: unparseable answers, judge errors, skipped records (0: none)."))
-
-    series = {}
-    for e in entries:
-        values, _, _ = crossvid_row(e)
-        series[e.label] = [values.get(k) for k in CV_COLUMNS if k != "O.Avg"]
-    if any(v is not None for vals in series.values() for v in vals):
-        cats = [k if "." in k else k.upper() for k in CV_COLUMNS if k != "O.Avg"]
-        fig = b.figure("crossvid-tasks", "Task scores and dimension averages",
-                       lambda: b.plotter.bars_figure("CrossVid scores by task and dimension", cats, series, width=12, value_labels=False))
-        if fig:
-            sec.blocks.append(fig)
-
-    panels, missing_notes = [], []
-    for t in CV_TASKS:
-        have, note = b.samples_note(entries, t, f"{t.upper()} prediction distribution")
-        if note:
-            missing_notes.append(note)
-        dists = {}
-        for e, samples in have:
-            preds = []
-            for item in items_of(samples):
-                pred = item.get("pred")
-                if isinstance(pred, list) and all(isinstance(p, str) for p in pred):
-                    pred = "".join(sorted(pred))
-                if pred is None:
-                    pred = "unparseable"
-                if isinstance(pred, str) and len(pred) <= 16:
-                    preds.append(pred)
-                else:
-                    preds = []
-                    break
-            if preds:
-                dists[e.label] = preds
-        cats = sorted({p for v in dists.values() for p in v}, key=lambda p: (p == "unparseable", len(p), p))
-        if dists and len(cats) <= 16:
-            panels.append((t.upper(), cats, {n: [100.0 * v.count(c) / len(v) for c in cats] for n, v in dists.items()}))
-    if panels:
-        for k in range(0, len(panels), 4):
-            chunk = panels[k:k + 4]
-            fig = b.figure(f"crossvid-pred-distribution-{k // 4}", "Prediction distributions",
-                           lambda c=chunk: b.plotter.panels_figure("CrossVid prediction distribution (% of records, from the logged samples)", c))
-            if fig:
-                sec.blocks.append(fig)
-    sec.blocks.extend(missing_notes[:3])
-    if len(missing_notes) > 3:
-        sec.blocks.append(Note(f"… and {len(missing_notes) - 3} more tasks without usable logged samples", "warn"))
-    sec.blocks.extend(judge_blocks(b, entries, ("rubric",), "crossvid"))
-    return sec
-
-
-# =============================================================================================== CausalStep
-
-CS_METRICS = (("csr", "CSR", "max"), ("amcl", "AMCL", "max"), ("mcl", "MCL", "max"), ("rf", "RF", "min"),
-              ("ws", "WS", "max"), ("dua", "DUA", "max"), ("icra", "ICRA", "max"))
-
-
-def chains_of(samples: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Replayed per-video chains that the CausalStep task attaches to one logged sample per video."""
-    out = []
-    for sample in samples:
-        for value in sample.values():
-            if isinstance(value, dict) and isinstance(value.get("chain"), dict):
-                out.append(value["chain"])
-                break
-    return out
-
-
-def unbroken_chains(chain: Mapping[str, Any]) -> list[int]:
-    """Lengths of the maximal runs of correct answers in one video's replayed chain."""
-    runs, current = [], 0
-    for step in chain.get("steps") or []:
-        if step.get("correct"):
-            current += 1
-        else:
-            if current:
-                runs.append(current)
-            current = 0
-    if current:
-        runs.append(current)
-    return runs
-
-
-def section_causalstep(b: Builder, entries: list[Entry]) -> Section:
-    sec = Section("causalstep", "CausalStep", intro=(
-        "Stepwise causal reasoning over segmented videos, replayed with the paper's Algorithm 1 (Table 3 layout). "
-        "CSR, DUA, ICRA in %; AMCL/MCL in questions; RF restarts per video; WS the weighted score. "
-        + variant_note(entries)))
-    cols = [Col(name, best=how) for _, name, how in CS_METRICS] + [Col("WS max"), Col("videos"), Col("incomplete videos"),
-                                                                  Col("unparseable")]
-    rows = []
-    for e in entries:
-        m = e.m(None)
-        rows.append((e.label, [fmt(m.get(k)) if k in m else "—" for k, _, _ in CS_METRICS]
-                     + [fmt(m.get(k)) if k in m else "—" for k in ("ws_max", "videos", "incomplete_videos", "parse_fail")]))
-    ref, source = paper_rows("causalstep", cols, b.paper)
-    sec.blocks.append(Table("causalstep-main", "Seven diagnostic metrics (paper Table 3 layout)", cols, rows, ref, source,
-                            note="WS max: the mean over videos of N(N+1)/2, the score of a perfect chain on this data. "
-                                 "Incomplete videos (a --limit cut their requests) are left out of the chain metrics."))
-    cats = sorted({c for e in entries for c in dict_metric(e.m(None), "by_category")})
-    if cats:
-        ccols = [Col(name) for _, name, _ in CS_METRICS] + [Col("videos")]
-        crows = []
-        for c in cats:
-            for e in entries:
-                by = dict_metric(e.m(None), "by_category")
-                if isinstance(by.get(c), dict):
-                    crows.append((f"{e.label} · {c}", [fmt(by[c].get(k)) if k in by[c] else "—" for k, _, _ in CS_METRICS]
-                                  + [fmt(by[c].get("videos")) if "videos" in by[c] else "—"]))
-        sec.blocks.append(Table("causalstep-category", "By video category", ccols, crows, first="model · category"))
-        panels = [(name, cats, {e.label: [num(dict_metric(e.m(None), "by_category").get(c, {}).get(k)) if isinstance(dict_metric(e.m(None), "by_category").get(c), dict) else None
-                                          for c in cats] for e in entries}) for k, name in (("csr", "CSR %"), ("dua", "DUA %"), ("icra", "ICRA %"))]
-        fig = b.figure("causalstep-category", "By category", lambda: b.plotter.panels_figure("CausalStep by category", panels))
-        if fig:
-            sec.blocks.append(fig)
-
-    have, note = b.samples_note(entries, None, "Chain-length distributions")
-    data = {}
-    for e, samples in have:
-        chains = [c for c in chains_of(samples) if c.get("complete", True)]
-        if chains:
-            data[f"longest chain per video|{e.label}"] = [int(c.get("longest_chain") or 0) for c in chains]
-            data[f"every unbroken chain|{e.label}"] = [n for c in chains for n in unbroken_chains(c)] or [0]
-            data[f"restarts per video|{e.label}"] = [int(c.get("restarts") or 0) for c in chains]
-    if data:
-        fig = b.figure("causalstep-chains", "Chain-length distributions",
-                       lambda: b.plotter.histograms("CausalStep chains (from the logged samples)", data,
-                                                    ("questions answered in a row", "questions answered in a row", "restarts"),
-                                                    panels=("longest chain per video", "every unbroken chain", "restarts per video")))
-        if fig:
-            sec.blocks.append(fig)
-    elif have and not note:
-        sec.blocks.append(Note("Chain-length distributions: the logged samples hold no replayed chains.", "warn"))
-    if note:
-        sec.blocks.append(note)
-    return sec
-
-
-# =============================================================================================== ViRectify
-
-VR_METRICS = (("acc_i", "Acc_i"), ("iou", "IoU"), ("acc_r", "Acc_r"))
-VR_DOMAINS = (("dynamic_perception", "Dynamic Perception"), ("scientific_reasoning", "Scientific Reasoning"),
-              ("embodied_decision", "Embodied Decision"))
-VR_TOTAL = "Total"
-
-
-def _vr_name(key: str) -> str:
-    return dict(VR_DOMAINS).get(key, key)
-
-
-def vr_groups(metrics: Mapping[str, Any], by: str) -> list[str]:
-    """The groups of a ViRectify breakdown in the task's order, without its Total row."""
-    groups: list[str] = []
-    for key, _ in VR_METRICS:
-        for g in breakdown(metrics, key, by):
-            if g != VR_TOTAL and g not in groups:
-                groups.append(g)
-    return groups
-
-
-def _vr_n(metrics: Mapping[str, Any], by: str, group: str) -> Any:
-    nested = metrics.get(f"by_{by}")
-    if isinstance(nested, dict) and isinstance(nested.get(group), dict):
-        return nested[group].get("n")
-    return None
-
-
-def section_virectify(b: Builder, entries: list[Entry]) -> Section:
-    sec = Section("virectify", "ViRectify", intro=(
-        "Video reasoning correction (the paper's Table 2 layout): Acc_i step-wise error identification accuracy, "
-        "IoU of the key timestamps, Acc_r corrected-answer accuracy by the semantic-match judge (judge errors are "
-        "left out of its denominator and counted), plus the error-graph Jaccard (the paper's Eq. 1) and the "
-        "format validity rate. " + variant_note(entries)))
-    main = [e for e in entries if None in e.tasks]
-    if main:
-        domains: list[str] = []
-        for e in main:
-            domains += [d for d in vr_groups(e.m(None), "domain") if d not in domains]
-        cols = [Col(f"{_vr_name(d)} · {name}", short=name, group=_vr_name(d), best="max") for d in domains for _, name in VR_METRICS]
-        cols += [Col(f"Total · {name}", short=name, group="Total", best="max") for _, name in VR_METRICS]
-        cols += [Col("graph Jaccard", short="graph J.", group="beyond the paper", best="max"),
-                 Col("format rate", short="format", group="beyond the paper", best="max"),
-                 Col("records", group="beyond the paper"), Col("counts", group="beyond the paper")]
-        rows = []
-        for e in main:
-            m = e.m(None)
-            cells: list[Cell] = []
-            for d in domains:
-                for key, _ in VR_METRICS:
-                    per = breakdown(m, key, "domain")
-                    cells.append(fmt(per.get(d)) if d in per else "—")
-            judge_counts = {k: v for k, v in m.items() if "judge_error" in k}
-            for key, _ in VR_METRICS:
-                cells.append(b.cell(m.get(key), judge_counts if key == "acc_r" else None) if key in m else "—")
-            cells += [fmt(m.get(k)) if k in m else "—" for k in ("graph_jaccard", "format_rate")]
-            cells += [fmt(e.tasks[None].n_samples), b.counts_cell(m)]
-            rows.append((e.label, cells))
-        ref, source = paper_rows("virectify", cols, b.paper)
-        sec.blocks.append(Table("virectify-main", "By domain and in total (paper Table 2 layout)", cols, rows, ref, source,
-                                note="graph J.: edge-set Jaccard of the error graphs (Eq. 1); format: share of outputs with every tagged part; "
-                                     "counts: unparseable output parts (a missing part scores 0 on its own metric only), judge errors, skipped records."))
-
-        for by, title in (("domain", "domain"), ("error_type", "error type"), ("solution_source", "solution source")):
-            groups: list[str] = []
-            for e in main:
-                groups += [g for g in vr_groups(e.m(None), by) if g not in groups]
-            if not groups:
-                continue
-            if by != "domain":
-                tcols = [Col(f"{g} · {name}", short=name, group=g) for g in groups for _, name in (*VR_METRICS, ("n", "n"))]
-                trows = []
-                for e in main:
-                    cells = []
-                    for g in groups:
-                        for key, _ in VR_METRICS:
-                            per = breakdown(e.m(None), key, by)
-                            cells.append(fmt(per.get(g)) if g in per else "—")
-                        n = _vr_n(e.m(None), by, g)
-                        cells.append(fmt(n) if n is not None else "—")
-                    trows.append((e.label, cells))
-                sec.blocks.append(Table(f"virectify-{slug(by)}", f"By {title}", tcols, trows,
-                                        note="The paper's Figure 4 compares models across error types."
-                                        if by == "error_type" else "Who wrote the erroneous solution (the paper's cross-model analysis, Figure 6)."))
-            panels = []
-            for key, name in VR_METRICS:
-                per = {e.label: breakdown(e.m(None), key, by) for e in main}
-                if any(per.values()):
-                    panels.append((name, [_vr_name(g) for g in groups], {label: [d.get(g) for g in groups] for label, d in per.items() if d}))
-            if panels:
-                fig = b.figure(f"virectify-{slug(by)}", f"By {title}",
-                               lambda p=panels, t=title: b.plotter.panels_figure(f"ViRectify by {t}", p))
-                if fig:
-                    sec.blocks.append(fig)
-
-    reflect = [e for e in entries if "reflect" in e.tasks]
-    if reflect:
-        cols = [Col("Acc_r", best="max"), Col("Acc_r · error identification hint", best="max"),
-                Col("Acc_r · rationale hint", best="max"), Col("records"), Col("counts")]
-        rows = []
-        for e in reflect:
-            m = e.m("reflect")
-            rows.append((e.label, [b.cell(m.get("acc_r"), {k: v for k, v in m.items() if "judge_error" in k}) if "acc_r" in m else "—",
-                                   fmt(m.get("acc_r_error_identify")) if "acc_r_error_identify" in m else "—",
-                                   fmt(m.get("acc_r_rationale")) if "acc_r_rationale" in m else "—",
-                                   fmt(e.tasks["reflect"].n_samples), b.counts_cell(m)]))
-        sec.blocks.append(Table("virectify-reflect", "Reflection with hints (the paper's section 6.3)", cols, rows,
-                                note="The model answers again given an error identification or a rationale (its final answer removed)."))
-    sec.blocks.extend(judge_blocks(b, entries, ("semantic_match",), "virectify"))
-    return sec
-
-
 # =============================================================================================== judges, overview, appendix
 
 JUDGE_STAT_COLUMNS = ("verdicts", "calls", "failed_calls", "retries", "reasks", "cache_hits", "tokens_in", "tokens_out",
@@ -1621,18 +929,83 @@ def appendix_blocks(b: Builder, tasks: Sequence[str]) -> list[Block]:
     return blocks
 
 
+def errorbar_blocks(b: Builder, spec: Benchmark, runs: Sequence[Run]) -> list[Block]:
+    """Headline metrics with their 95% confidence interval and the smallest difference a paired
+    comparison of this size would detect (80% power, two-sided 5%); with several runs, each run's
+    paired difference from the first (``lmms-eval-plugins compare``), a * where the CI excludes 0."""
+    from lmms_eval_plugins import compare, errorbars, stats
+
+    tasks = [t for t in _all_tasks(runs, spec.name) if not any(run.tasks[t].is_group for run in runs if t in run.tasks)]
+    rows: list[tuple[str, list[Cell]]] = []
+    for task in tasks:
+        for name, metric in spec.task_metrics(task).items():
+            if not errorbars.has_error_bar(metric):
+                continue
+            for run in runs:
+                metrics = run.tasks[task].metrics if task in run.tasks else {}
+                value, se = num(metrics.get(name)), num(metrics.get(f"{name}_stderr"))
+                if value is None:
+                    continue
+                ci = stats.ci95(value, se)
+                mde = stats.minimum_detectable_effect(None if se is None else se * math.sqrt(2))
+                rows.append((f"{run.label}", [task, metric.paper_name or name, fmt(value), "—" if se is None else fmt(se),
+                                              "—" if ci is None else f"[{fmt(ci[0])}, {fmt(ci[1])}]",
+                                              "—" if mde is None else fmt(mde)]))
+    blocks: list[Block] = []
+    if rows:
+        cols = [Col("task"), Col("metric"), Col("value"), Col("stderr"), Col("95% CI"), Col("MDE")]
+        blocks.append(Heading("Error bars"))
+        blocks.append(Table(f"{spec.name}-errorbars", f"{spec.title}: headline metrics with 95% confidence intervals", cols, rows,
+                            note="stderr in the metric's units (analytic or clustered for means of per-item scores, else a "
+                                 "seeded bootstrap; docs: README 'Error bars'). MDE: the smallest true difference between two "
+                                 "runs of this size a test detects 80% of the time (two-sided 5%; unpaired, so an upper bound). "
+                                 "'—': the run predates error bars or the metric has none.", first="run"))
+    if len(runs) >= 2:
+        base = runs[0]
+        diffs: list[tuple[str, list[Cell]]] = []
+        for other in runs[1:]:
+            notes: list[str] = []
+            for row in compare.compare_runs(base, other, notes=notes):
+                if row.task not in tasks or row.diff is None:
+                    continue
+                mark = " *" if row.ci_low is not None and row.ci_high is not None and (row.ci_low > 0 or row.ci_high < 0) else ""
+                ci = "—" if row.ci_low is None else f"[{fmt(row.ci_low)}, {fmt(row.ci_high)}]"
+                diffs.append((other.label, [row.task, row.metric, fmt(row.diff) + mark, ci,
+                                            "—" if row.p_value is None else f"{row.p_value:.3f}", str(row.n)]))
+        if diffs:
+            cols = [Col("task"), Col("metric"), Col("diff"), Col("95% CI"), Col("p"), Col("paired items")]
+            blocks.append(Table(f"{spec.name}-paired", f"{spec.title}: paired differences from {base.label}", cols, diffs,
+                                note="run minus the first run, on the items both scored; * the 95% CI excludes 0 "
+                                     "(lmms-eval-plugins compare).", first="run"))
+    return blocks
+
+
 def _all_tasks(runs: Sequence[Run], bench: str | None) -> list[str]:
     tasks = dict.fromkeys(t for run in runs for t in run.tasks if (split_task(t)[0] == bench))
     return sorted(tasks)
 
 
-SECTION_BUILDERS: dict[str, Callable[[Builder, list[Entry]], Section]] = {
-    "errorradar": section_errorradar,
-    "mmerror": section_mmerror,
-    "crossvid": section_crossvid,
-    "causalstep": section_causalstep,
-    "virectify": section_virectify,
-}
+def default_section(b: Builder, entries: list[Entry], spec: Benchmark) -> Section:
+    """A benchmark without a section of its own: one row per run and variant, one column per number
+    of its metric table (breakdowns and lists are left to 'Every metric')."""
+    names = [m.name for m in spec.metrics().values() if m.unit not in ("dict", "list")]
+    cols = [Col(spec.metrics()[n].paper_name or n) for n in names]
+    rows = []
+    for e in entries:
+        merged: dict[str, Any] = {}
+        for result in e.tasks.values():
+            for name, value in result.metrics.items():
+                merged.setdefault(name, value)
+        rows.append((e.label, [b.cell(merged.get(n)) for n in names]))
+    blocks: list[Block] = [Note(variant_note(entries))]
+    if cols:
+        blocks.append(Table(f"{spec.name}-main", f"{spec.title}: headline metrics", cols, rows))
+    return Section(spec.name, spec.title, blocks, intro=spec.description)
+
+
+def section_of(spec: Benchmark) -> Callable[[Builder, list[Entry]], Section]:
+    make = spec.resolve("report_section")
+    return make if make is not None else functools.partial(default_section, spec=spec)
 
 
 @dataclass
@@ -1647,15 +1020,17 @@ def build_report(runs: Sequence[Run], *, title: str | None = None, plots: bool =
                  extra_notes: Sequence[str] = ()) -> Report:
     b = Builder(runs, plots=plots, paper=paper)
     sections = [section_runs(b)]
-    for bench, make in SECTION_BUILDERS.items():
+    for spec in ordered_benchmarks():
+        bench = spec.name
         entries = entries_for(bench, runs)
         if not entries:
             continue
         try:
-            sec = make(b, entries)
-        except Exception as exc:  # one benchmark's unexpected metric shapes must not hide the others
-            sec = Section(bench, BENCHMARKS[bench], [Note(f"this section could not be built: {type(exc).__name__}: {exc}; "
+            sec = section_of(spec)(b, entries)
+        except Exception as exc:  # one benchmark's unexpected metric shapes (or a broken section) must not hide the others
+            sec = Section(bench, spec.title, [Note(f"this section could not be built: {type(exc).__name__}: {exc}; "
                                                           "every metric is still listed below", "warn")])
+        sec.blocks.extend(errorbar_blocks(b, spec, runs))
         sec.blocks.append(Heading("Every metric"))
         sec.blocks.extend(appendix_blocks(b, _all_tasks(runs, bench)))
         sections.append(sec)

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from lmms_eval_plugins.logged_samples import read_samples, results_stem, samples_files, samples_path
 from lmms_eval_plugins.outcome import (
     BUDGET_EXCEEDED,
     REQUEST_FAILED,
@@ -139,7 +140,7 @@ def run_tasks(data: Mapping[str, Any], requested: str | None, path: Path) -> lis
 
 def check_logged_samples(path: Path, tasks: list[str]) -> None:
     """Every task's samples file is there and reads (before anything runs)."""
-    from lmms_eval_plugins.models.replay import ReplayError, load_samples, samples_path
+    from lmms_eval_plugins.models.replay import ReplayError, load_samples
 
     missing = [t for t in tasks if not samples_path(path, t).is_file()]
     if missing:
@@ -218,7 +219,7 @@ def check_same_run(original_path: Path, original: Mapping[str, Any], new_path: P
                    tasks: list[str]) -> None:
     """The replay scored the documents of the run: same task versions, documents and gold answers.
     (The replay model already refused prompts that differ; this catches what a prompt does not show.)"""
-    from lmms_eval_plugins.models.replay import load_samples, samples_path
+    from lmms_eval_plugins.models.replay import load_samples
 
     redo = "the stored replies answer other questions; re-run the model (or score with the data and task version of the run)"
     for task in tasks:
@@ -254,8 +255,8 @@ def unscored_counts(results: Mapping[str, Any], tasks: list[str]) -> dict[str, i
 def unscored_reasons(samples_file: Path) -> Counter[str]:
     """Why the samples of a (just written) samples file are unscored: reason -> count."""
     reasons: Counter[str] = Counter()
-    for line in samples_file.read_text(encoding="utf-8").splitlines():
-        item = json.loads(line).get(UNSCORED_METRIC) if line.strip() else None
+    for sample in read_samples(samples_file):
+        item = sample.get(UNSCORED_METRIC)
         if isinstance(item, Mapping) and item.get(UNSCORED_FIELD):
             reasons[str(item[UNSCORED_FIELD])] += 1
     return reasons
@@ -278,8 +279,8 @@ def mark_rescored(new: dict[str, Any], original: Mapping[str, Any], original_pat
 def install(new_path: Path, new: Mapping[str, Any], scratch: Path, dest: Path) -> Path:
     """Copy the new files beside the original, never over a file; the results JSON last, so a reader
     never finds it without its samples."""
-    stem = new_path.name[: -len(RESULTS_SUFFIX)]
-    files = {dest / p.name: p for p in sorted(new_path.parent.glob(f"{stem}_samples_*.jsonl"))}
+    stem = results_stem(new_path)
+    files = {dest / p.name: p for p in samples_files(new_path)}
     if (scratch / "judge_report.json").is_file():  # the judge accounting of this re-score
         files[dest / f"judge_report_{stem}.json"] = scratch / "judge_report.json"
     target = dest / new_path.name
@@ -302,8 +303,6 @@ def summary(original_path: Path, target: Path, tasks: list[str], new: Mapping[st
     if not missing and not counts:
         return 0, [f"{head}: every sample scored"]
     lines = [f"{head}: {sum(counts.values())} sample(s) still unscored" + (f", no results for {', '.join(missing)}" if missing else "")]
-    from lmms_eval_plugins.models.replay import samples_path
-
     model, other = Counter(), Counter()
     for task, n in sorted(counts.items()):
         reasons = unscored_reasons(samples_path(target, task))
@@ -337,7 +336,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--judge", help=f"judge for this re-score: offline, llm or a registered judge name (sets {JUDGE_ENV})")
     parser.add_argument("--judge-model", help=f"judge model (sets {JUDGE_MODEL_ENV})")
     parser.add_argument("--strict", action="store_true", help=f"official-parity parsing where a benchmark has it "
-                        f"(CrossVid's exact-string `score`; sets {STRICT_ENV}=1)")
+                        f"(the exact-string scores of the official code; sets {STRICT_ENV}=1)")
     parser.add_argument("-v", "--verbose", action="store_true", help="show lmms-eval's output as it runs")
     args = parser.parse_args(argv)
 

@@ -1,4 +1,7 @@
-"""``lmms-eval-plugins tasks``: the tasks and groups this package adds (``--path``: their folder)."""
+"""``lmms-eval-plugins tasks``: the installed benchmarks, what each needs, and their tasks and groups.
+
+``lmms-eval-plugins info TASK_OR_BENCHMARK`` prints that benchmark's README from the installed package.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from lmms_eval_plugins import tasks_dir
+from lmms_eval_plugins.benchmark import Benchmark, benchmark_of_task, ordered_benchmarks, registry
 
 
 class _IgnoreTags(yaml.SafeLoader):
@@ -18,9 +22,11 @@ _IgnoreTags.add_multi_constructor("!", lambda loader, suffix, node: None)
 
 
 def task_names(folder: Path | None = None) -> dict[str, str]:
-    """name -> "task" | "group" for every YAML below our task folder."""
+    """name -> "task" | "group" for every YAML below ``folder`` (default: every installed benchmark's folder)."""
     names: dict[str, str] = {}
-    for path in sorted((folder or tasks_dir()).rglob("*.yaml")):
+    folders = [folder] if folder is not None else [b.tasks_dir for b in ordered_benchmarks()]
+    paths = sorted({p for f in folders if f.is_dir() for p in f.rglob("*.yaml")})
+    for path in paths:
         config = yaml.load(path.read_text(encoding="utf-8"), Loader=_IgnoreTags) or {}
         if isinstance(config.get("group"), str) and isinstance(config.get("task"), list):
             names[config["group"]] = "group"
@@ -33,19 +39,61 @@ def sample_tasks(names: dict[str, str] | None = None) -> list[str]:
     """Every ``*_sample`` group, plus every ``*_sample`` task whose benchmark has no such group."""
     names = task_names() if names is None else names
     groups = sorted(n for n, kind in names.items() if kind == "group" and n.endswith("_sample"))
-    covered = {g.split("_")[0] for g in groups}
+    def owner(name: str) -> str:
+        spec = benchmark_of_task(name)
+        return spec.name if spec else name.split("_")[0]
+
+    covered = {owner(g) for g in groups}
     tasks = sorted(n for n, kind in names.items()
-                   if kind == "task" and n.endswith("_sample") and n.split("_")[0] not in covered)
+                   if kind == "task" and n.endswith("_sample") and owner(n) not in covered)
     return groups + tasks
 
 
+def describe(spec: Benchmark, names: dict[str, str]) -> list[str]:
+    """A benchmark's block in ``lmms-eval-plugins tasks``."""
+    mine = sorted(n for n in names if spec.owns(n) and benchmark_of_task(n) is spec)
+    lines = [f"{spec.name}: {spec.title}. {spec.description}".rstrip(),
+             f"  data:  {spec.data or 'bundled sample only'}",
+             f"  judge: {spec.judge + ' (an OpenAI-compatible endpoint; see docs/judges.md)' if spec.judge else 'none'}",
+             f"  help:  lmms-eval-plugins info {spec.name}"]
+    lines += [f"  {name:<34} {names[name]}" for name in mine]
+    return lines
+
+
+def info(name: str) -> str:
+    """The README of the benchmark owning task (or benchmark) ``name``."""
+    spec = registry().get(name) or benchmark_of_task(name)
+    if spec is None:
+        known = ", ".join(b.name for b in ordered_benchmarks())
+        raise SystemExit(f"lmms-eval-plugins info: no installed benchmark owns {name!r} (benchmarks: {known}; "
+                         "'lmms-eval-plugins tasks' lists every task)")
+    if spec.readme is None or not spec.readme.is_file():
+        return f"{spec.title}: {spec.description}\n(no README installed; task folder: {spec.tasks_dir})\n"
+    return spec.readme.read_text(encoding="utf-8")
+
+
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="lmms-eval-plugins tasks", description=__doc__)
-    parser.add_argument("--path", action="store_true", help="print the task folder (for --include_path)")
+    parser = argparse.ArgumentParser(prog="lmms-eval-plugins tasks", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--path", action="store_true", help="print our task folder (for --include_path)")
+    parser.add_argument("--names", action="store_true", help="only 'NAME<TAB>task|group', one per line")
     args = parser.parse_args(argv)
     if args.path:
         print(tasks_dir())
         return 0
-    for name, kind in sorted(task_names().items()):
-        print(f"{name}\t{kind}")
+    names = task_names()
+    if args.names:
+        for name, kind in sorted(names.items()):
+            print(f"{name}\t{kind}")
+        return 0
+    for spec in ordered_benchmarks():
+        print("\n".join(describe(spec, names)) + "\n")
+    print("Run one: lmms-eval --model MODEL --tasks TASK [--limit N]; the *_sample tasks run offline on bundled data.")
+    return 0
+
+
+def info_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="lmms-eval-plugins info", description="print a benchmark's README (data layout, metrics, options)")
+    parser.add_argument("name", help="a task, group or benchmark name (see 'lmms-eval-plugins tasks')")
+    args = parser.parse_args(argv)
+    print(info(args.name), end="")
     return 0

@@ -23,9 +23,9 @@ from lmms_eval_plugins.replay import (
     replay_chain,
     unpack_filtered,
 )
-from lmms_eval_plugins.testing.sample_data import make_causalstep
+from lmms_eval_plugins.benchmarks.causalstep.sample_data import make_causalstep
 from lmms_eval_plugins.testing.task_utils import load_task_utils
-from lmms_eval_plugins.testing.videos import decode_frame_index
+from lmms_eval_plugins.synthetic import decode_frame_index
 
 cs = load_task_utils("causalstep")
 CAD, CAC = CAUSAL_AFTER_DESC, CAUSAL_AFTER_CAUSAL

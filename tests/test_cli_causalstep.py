@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from lmms_eval_plugins import compare, errorbars
+from lmms_eval_plugins.benchmark import get as get_benchmark
+
 from lmms_eval_plugins.models.random_baseline import chance_pick
 from lmms_eval_plugins.replay import replay_chain
 from lmms_eval_plugins.testing.cli_run import run_lmms_eval
@@ -63,6 +66,13 @@ def test_random_baseline_chains_match_an_independent_replay(tmp_path, isolated_e
     assert m["ws"] == pytest.approx(sum(r.score for r in expected.values()) / 4)
     assert m["rf"] == pytest.approx(sum(r.restarts for r in expected.values()) / 4)
     assert m["amcl"] == pytest.approx(sum(r.longest_chain for r in expected.values()) / 4)
+    # chain metrics get a bootstrap error bar over whole videos, the same from the run as from its stored items
+    spec = get_benchmark("causalstep")
+    metrics = spec.task_metrics(TASK)
+    items = [compare._item(s, "ws", list(metrics)) for s in run.samples(TASK)]
+    assert m["ws_stderr"] > 0 and m["rf_stderr"] > 0
+    assert m["ws_stderr"] == pytest.approx(errorbars.metric_stderr(spec, metrics["ws"], spec.hooks().agg_ws, items))
+    assert m["videos_stderr"] == "N/A"  # a count
     chains = logged_chains(run, TASK)
     for video_id, r in expected.items():
         assert [(s["segment"], s["kind"], s["correct"], s["chain_length"], s["score"]) for s in chains[video_id]["steps"]] == [

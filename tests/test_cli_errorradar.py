@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 
+from lmms_eval_plugins import stats
 from lmms_eval_plugins.models.random_baseline import chance_pick
 from lmms_eval_plugins.testing.cli_run import run_lmms_eval
 from lmms_eval_plugins.testing.task_utils import load_task_utils
@@ -39,10 +40,14 @@ def test_oracle_scores_100_on_every_metric(tmp_path, isolated_env):
 def test_random_baseline_is_seeded_and_matches_its_definition(tmp_path, isolated_env):
     run = run_lmms_eval(tasks=STEP_TASK, model="random", model_args="seed=7", output_dir=tmp_path / "out")
     docs = sample_docs("step")
-    expected_right = sum(
-        chance_pick(d["chance_responses"], seed=7, task=STEP_TASK, doc_id=i) == d["oracle_response"]
-        for i, d in enumerate(docs))
-    assert run.task_results(STEP_TASK)["step_acc"] == pytest.approx(100 * expected_right / len(docs))
+    right = [float(chance_pick(d["chance_responses"], seed=7, task=STEP_TASK, doc_id=i) == d["oracle_response"])
+             for i, d in enumerate(docs)]
+    results = run.task_results(STEP_TASK)
+    assert results["step_acc"] == pytest.approx(100 * sum(right) / len(docs))
+    # the error bar lmms-eval leaves N/A for a custom aggregation: the standard error of the mean, in percent
+    # (one round: every record is its own cluster)
+    assert results["step_acc_stderr"] == pytest.approx(100 * stats.mean_stderr(right))
+    assert results["step_parse_fail_stderr"] == "N/A"  # a count has none
 
 
 def test_tiny_qwen_completes(tmp_path, isolated_env, tiny_qwen_args):

@@ -11,9 +11,9 @@ import pytest
 
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.judges.base import JudgeOutcome
-from lmms_eval_plugins.testing.sample_data import make_crossvid
+from lmms_eval_plugins.benchmarks.crossvid.sample_data import make_crossvid
 from lmms_eval_plugins.testing.task_utils import load_task_utils
-from lmms_eval_plugins.testing.videos import make_frame_folder
+from lmms_eval_plugins.synthetic import make_frame_folder
 
 cv = load_task_utils("crossvid")
 SAMPLE = {"benchmark": "crossvid", "source": "sample", "frames": 16}
@@ -262,7 +262,7 @@ def test_sampled_frames_per_label_follow_the_budget():
 
 
 def test_frames_are_sampled_inside_intervals_and_resized_down_only():
-    from lmms_eval_plugins.testing.videos import decode_frame_index
+    from lmms_eval_plugins.synthetic import decode_frame_index
 
     doc = doc_for("PI", 1)  # beginning [[0, 2], [3, 4.5]], ending [[8, 12]] at 4 fps
     begin, end = cv.sample_frames(doc)

@@ -28,7 +28,9 @@ from lmms_eval_plugins.task_list import task_names
 from lmms_eval_plugins.testing.cli_run import OFFLINE_ENV, run_lmms_eval
 
 REPO = Path(__file__).resolve().parents[1]
-ER_MODULES = {"data", "errors", "media", "metrics", "outcome", "parsing", "tasking"}
+# The benchmark package is vendored module by module: errorradar's export holds no other benchmark's code.
+ER_MODULES = {"data", "errors", "media", "messages", "metrics", "outcome", "parsing", "tasking",
+              "benchmarks", "benchmarks.errorradar", "benchmarks.errorradar.tasks"}
 
 # Run in a subprocess: import hooks that make `lmms_eval_plugins` unimportable, as on a machine with
 # stock lmms-eval only. Entry points of our judge group are hidden too (no installed metadata there).
@@ -71,7 +73,8 @@ def test_plan_follows_the_import_graph_of_errorradar():
     assert plan.vendor_name == "lmms_eval_plugins_errorradar"
     assert set(plan.modules) == {f"lmms_eval_plugins.{m}" for m in ER_MODULES}
     assert plan.packages == {}  # no judge
-    assert plan.why["lmms_eval_plugins.errors"].startswith("utils.py")
+    assert plan.why["lmms_eval_plugins.benchmarks.errorradar.tasks"].startswith("utils.py")
+    assert plan.why["lmms_eval_plugins.errors"].startswith("lmms_eval_plugins.benchmarks.errorradar.tasks")
     assert {"PIL", "datasets", "huggingface_hub"} <= plan.third_party
     assert not {m for m in plan.third_party if m.startswith("lmms_eval_plugins")}
 
@@ -120,6 +123,12 @@ def test_bootstrap_goes_after_the_docstring_and_future_imports():
     assert ex.add_bootstrap(text, "vend_x") == text  # idempotent
 
 
+def _module_file(name: str) -> str:
+    """``benchmarks.errorradar`` -> ``benchmarks/errorradar/__init__.py``; ``data`` -> ``data.py``."""
+    path = REPO / "lmms_eval_plugins" / name.replace(".", "/")
+    return f"{name.replace('.', '/')}/__init__.py" if path.is_dir() else f"{name.replace('.', '/')}.py"
+
+
 def test_export_errorradar_is_the_source_with_renamed_imports(tmp_path):
     result = ex.export_task("errorradar", tmp_path)
     out, src = tmp_path / "errorradar", tasks_dir() / "errorradar"
@@ -130,15 +139,17 @@ def test_export_errorradar_is_the_source_with_renamed_imports(tmp_path):
         if path.is_file() and "__pycache__" not in rel.parts and path.suffix != ".py" and path.name != "README.md":
             assert (out / rel).read_bytes() == path.read_bytes(), rel
     vendor = out / "_vendor" / "lmms_eval_plugins_errorradar"
-    assert {p.stem for p in vendor.glob("*.py")} == ER_MODULES | {"__init__"}
+    assert {p.relative_to(vendor).as_posix() for p in vendor.rglob("*.py")} == {_module_file(m) for m in ER_MODULES} | {"__init__.py"}
     # no Python file of the export imports the package any more; utils.py imports the vendored copy
     for path in out.rglob("*.py"):
         assert not {n for n in imports_of(path) if n.split(".")[0] == "lmms_eval_plugins"}, path
-    assert {"lmms_eval_plugins_errorradar.data", "lmms_eval_plugins_errorradar.parsing"} <= imports_of(out / "utils.py")
+    assert "lmms_eval_plugins_errorradar.benchmarks.errorradar.tasks" in imports_of(out / "utils.py")
+    assert {"lmms_eval_plugins_errorradar.data", "lmms_eval_plugins_errorradar.parsing"} <= imports_of(
+        vendor / "benchmarks" / "errorradar" / "tasks.py")
     # vendored modules differ from the package's only in the renamed import lines
     for name in ER_MODULES:
-        original = (REPO / "lmms_eval_plugins" / f"{name}.py").read_text(encoding="utf-8").splitlines()
-        copied = (vendor / f"{name}.py").read_text(encoding="utf-8").splitlines()
+        original = (REPO / "lmms_eval_plugins" / _module_file(name)).read_text(encoding="utf-8").splitlines()
+        copied = (vendor / _module_file(name)).read_text(encoding="utf-8").splitlines()
         assert len(original) == len(copied)
         changed = [(a, b) for a, b in zip(original, copied) if a != b]
         assert all(b == a.replace("lmms_eval_plugins", "lmms_eval_plugins_errorradar") for a, b in changed), name

@@ -108,3 +108,39 @@ def test_response_cache_neither_stores_nor_serves_failed_requests():
     lmms_eval_fixes.failure_rejecting_cache(Stored)
     lmms_eval_fixes.failure_rejecting_cache(Stored)  # idempotent
     assert Stored()._lookup("a") is None and Stored()._lookup("b") == "B" and Stored()._lookup("c") is None
+
+
+def test_the_frame_list_probe_notice_is_collapsed_into_one_line(monkeypatch):
+    import sys
+    import types
+
+    from lmms_eval_plugins import lmms_eval_fixes as fixes
+
+    lines: list[str] = []
+    logger = types.SimpleNamespace(warning=lambda m, *a, **k: lines.append(m), info=lambda m: lines.append("info " + m))
+    module = types.ModuleType("fake_chat_model")
+    module.eval_logger = logger
+    # the module's source must hold the notice: a model class that never logs it is left alone
+    monkeypatch.setattr("inspect.getsource",
+                        lambda m: 'eval_logger.warning(f"Failed to probe video {videos[0]}: {e}, using default nframes")')
+    monkeypatch.setitem(sys.modules, "fake_chat_model", module)
+    cls = type("FakeQwen", (), {"__module__": "fake_chat_model"})
+    fixes.collapse_probe_warnings(cls)
+    fixes.collapse_probe_warnings(cls)  # idempotent
+    for _ in range(69):
+        module.eval_logger.warning("Failed to probe video [<PIL.Image.Image image mode=RGB size=96x72>]: err, using default nframes")
+    module.eval_logger.warning("Failed to probe video /data/x.mp4: cannot open, using default nframes")  # a real file: kept
+    module.eval_logger.info("other")
+    assert lines[0].startswith("lmms-eval-plugins: FakeQwen cannot probe videos given as frame lists")
+    assert lines[1:] == ["Failed to probe video /data/x.mp4: cannot open, using default nframes", "info other"]
+    assert module.eval_logger.collapsed == 69
+
+
+def test_lmms_eval_qwen2_5_vl_chat_logs_the_notice_we_collapse():
+    import inspect
+
+    from lmms_eval.models.chat import qwen2_5_vl
+
+    from lmms_eval_plugins.lmms_eval_fixes import PROBE_NOTICE
+
+    assert PROBE_NOTICE in inspect.getsource(qwen2_5_vl)  # if lmms-eval rewords it, the collapse must follow

@@ -1,6 +1,6 @@
 """Frame sampling: hand-computed index math, and decoding checked frame by frame on synthetic videos.
 
-Every synthetic frame draws its own index (lmms_eval_plugins.testing.videos), so the tests read back
+Every synthetic frame draws its own index (lmms_eval_plugins.synthetic), so the tests read back
 WHICH frames were decoded instead of trusting the returned indices.
 """
 
@@ -29,7 +29,7 @@ from lmms_eval_plugins.media import (
     uniform_indices,
     video_info,
 )
-from lmms_eval_plugins.testing.videos import decode_frame_index, make_frame_folder, make_video
+from lmms_eval_plugins.synthetic import decode_frame_index, make_frame_folder, make_video
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_eval_plugins.testing.sample_data import GENERATORS, sample_dir
+from lmms_eval_plugins.sample_data import generators, sample_dir
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -47,9 +47,9 @@ def test_wheel_declares_entry_points_and_keeps_judges_in_our_namespace(wheel, wh
     assert not any(name.startswith("judges/") for name in wheel_names)  # PyPI has a package named `judges`
 
 
-@pytest.mark.parametrize("benchmark", sorted(GENERATORS))
+@pytest.mark.parametrize("benchmark", sorted(generators()))
 def test_sample_data_is_what_the_generator_writes(benchmark, tmp_path):
-    GENERATORS[benchmark](tmp_path)
+    generators()[benchmark](tmp_path)
     comparison = filecmp.dircmp(tmp_path, sample_dir(benchmark))
 
     def differences(cmp: filecmp.dircmp) -> list[str]:

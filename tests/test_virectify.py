@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.judges import JudgeOutcome
-from lmms_eval_plugins.testing.sample_data import make_virectify
+from lmms_eval_plugins.benchmarks.virectify.sample_data import make_virectify
 from lmms_eval_plugins.testing.task_utils import load_task_utils
 
 vr = load_task_utils("virectify")

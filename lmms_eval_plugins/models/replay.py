@@ -27,11 +27,10 @@ from typing import Any
 
 from lmms_eval.api.instance import Instance
 
-from lmms_eval_plugins.data import read_jsonl
 from lmms_eval_plugins.errors import DataError, PluginError
+from lmms_eval_plugins.logged_samples import read_samples, samples_path
 from lmms_eval_plugins.models._base import DocAnsweringModel
 
-RESULTS_SUFFIX = "_results.json"
 #: starts every ReplayError message; ``lmms-eval-plugins score`` finds it in lmms-eval's output
 REPLAY_ERROR_MARK = "lmms-eval-plugins replay:"
 
@@ -44,12 +43,6 @@ class ReplayError(PluginError):
         super().__init__(f"{REPLAY_ERROR_MARK} {message}")
 
 
-def samples_path(results_path: Path, task: str) -> Path:
-    """Where lmms-eval wrote ``task``'s logged samples for this results file."""
-    stem = results_path.name[: -len(RESULTS_SUFFIX)] if results_path.name.endswith(RESULTS_SUFFIX) else results_path.stem
-    return results_path.with_name(f"{stem}_samples_{task}.jsonl")
-
-
 def load_samples(results_path: Path, task: str) -> dict[int, dict[str, Any]]:
     """The logged samples of ``task`` by doc id; a missing or malformed file raises :class:`ReplayError`."""
     path = samples_path(results_path, task)
@@ -57,7 +50,7 @@ def load_samples(results_path: Path, task: str) -> dict[int, dict[str, Any]]:
         raise ReplayError(f"no logged samples for task {task!r}: {path} does not exist. "
                           "The run must be made with --log_samples; re-run lmms-eval with it")
     try:
-        records = read_jsonl(path)
+        records = read_samples(path)
     except DataError as exc:
         raise ReplayError(f"{path}: {exc.problem}: the file is cut short or corrupt (an interrupted run?); "
                           f"re-run lmms-eval for task {task!r} with --log_samples") from exc

@@ -1,1 +1,3 @@
-"""Offline test fixtures: a tiny Qwen2.5-VL builder and synthetic media generators."""
+"""The test kit: helpers for the tests and benchmarks (``task_utils``, ``report_fixtures``) and the old
+names of modules that moved into the package (``cli_run``, ``tiny_qwen``). Shipped code never imports
+it (``tests/test_layering.py``)."""

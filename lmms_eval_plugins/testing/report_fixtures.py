@@ -27,8 +27,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from lmms_eval_plugins.cli_run import latest_results, run_lmms_eval
+from lmms_eval_plugins.logged_samples import read_samples, samples_files
 from lmms_eval_plugins.task_list import sample_tasks
-from lmms_eval_plugins.testing.cli_run import latest_results, run_lmms_eval
 
 MODELS: dict[str, tuple[str, str | None]] = {"oracle": ("oracle", None), "random": ("random", "seed=0")}
 MAX_TEXT = 300
@@ -83,9 +84,8 @@ def copy_trimmed(run_dir: Path, dest: Path) -> list[Path]:
     target = dest / results_path.name
     target.write_text(json.dumps(trim_results(data), indent=1) + "\n", encoding="utf-8")
     written.append(target)
-    stem = results_path.name[: -len("_results.json")]
-    for samples in sorted(results_path.parent.glob(f"{stem}_samples_*.jsonl")):
-        lines = [json.loads(line) for line in samples.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for samples in samples_files(results_path):
+        lines = read_samples(samples)
         target = dest / samples.name
         target.write_text("".join(json.dumps(trim_sample(s), ensure_ascii=False) + "\n" for s in lines), encoding="utf-8")
         written.append(target)

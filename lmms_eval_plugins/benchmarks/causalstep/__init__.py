@@ -1,0 +1,1 @@
+"""CausalStep: records, prompts, answer parsing, scoring and report section (spec: :mod:`.spec`)."""

@@ -1,0 +1,492 @@
+"""CausalStep: explicit stepwise causal reasoning over a video cut into causally linked segments.
+
+Protocol (BENCHMARKS.md, the paper's Algorithm 1): a chain of questions per video, where the next
+question depends on whether the last answer was right. Because the chain only continues after a
+correct answer, every input the protocol can ask is known in advance, so ``process_docs`` expands
+each video into independent requests (one doc each):
+
+- ``desc``                 the descriptive question of S(i), shown S(i)                  (every i)
+- ``causal_after_desc``    the causal question of S(i), shown S(i-1) and S(i), with the
+                           descriptive question of S(i-1) and its correct answer         (i >= 2)
+- ``causal_after_causal``  the same, with the causal question of S(i-1) and its answer   (i >= 3)
+- ``causal_isolated``      the causal question of S(i), shown S(i) only, no history      (i >= 2)
+
+The chain is replayed at scoring time (``lmms_eval_plugins.replay``): the filter attaches each
+video's replayed chain to its first doc (the descriptive question of S1) for the logs, and the
+aggregation replays the same chains from the per-request items to compute the metrics. See the
+task README for the prompt, the restart rules and the metric definitions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from lmms_eval_plugins.data import (
+    DataSource,
+    keep_records_with_media,
+    read_json,
+    require_fields,
+    require_file,
+    resolve_source,
+    safe_path,
+    source_spec,
+    to_dataset,
+)
+from lmms_eval_plugins.errors import DataError
+from lmms_eval_plugins.media import (
+    sample_video,
+    seconds_to_frame_range,
+    uniform_indices,
+    video_info,
+)
+from lmms_eval_plugins.messages import FrameGroup, interleaved_messages
+from lmms_eval_plugins.metrics import accuracy
+from lmms_eval_plugins.outcome import count_unscored, guard_aggregations, with_unscored
+from lmms_eval_plugins.parsing import parse_option_letter, strip_reasoning
+from lmms_eval_plugins.replay import (
+    CAUSAL_AFTER_CAUSAL,
+    CAUSAL_AFTER_DESC,
+    DESC,
+    RESTART_RULES,
+    GroupReplayFilter,
+    replay_chain,
+    unpack_filtered,
+)
+from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD
+
+BENCHMARK = "causalstep"
+JSON_NAME = "causalstep.json"
+# The bundled sample data: set by the task folder's utils.py to the folder beside the YAMLs lmms-eval
+# loaded (an installed or an exported task folder alike).
+SAMPLE_DIR: Path | None = None
+LOCAL_LAYOUT = (
+    f"causalstep/{JSON_NAME} (a JSON list, one record per video: video_id, video, category, segments; each "
+    "segment has start/end in seconds, a 'desc' question and, from the second segment on, a 'causal' question, "
+    "each {question, options (8 strings), answer (0-based index)}; see the causalstep task README) plus the "
+    "videos under causalstep/videos/ (the 'video' paths are relative to causalstep/)"
+)
+ISOLATED = "causal_isolated"
+KINDS = (DESC, CAUSAL_AFTER_DESC, CAUSAL_AFTER_CAUSAL, ISOLATED)
+LETTERS = "ABCDEFGH"
+DEFAULT_FRAMES_PER_SEGMENT = 8
+DEFAULT_MAX_LONG_SIDE = 448
+ID_FIELD = "request_id"
+
+# ----------------------------------------------------------------------------------------------- prompt
+# The paper's Appendix E (prompts) is not in the text we have; the wording below reuses the paper's
+# own terms for the question types ("descriptive understanding question", "observable content",
+# "explicit stepwise causal reasoning question", "the causal relationship between the current
+# segment (S_i) and its direct preceding segment (S_i-1)", "the history of its previously correct
+# answer") and lmms-eval's usual multiple-choice instruction.
+
+INTRO = ("You are watching a video that is divided into causally linked segments. The segments are shown step by "
+         "step, without access to future segments.")
+DESC_TASK = "Answer this descriptive understanding question about the observable content of Segment {i}."
+HISTORY = ("Your previous question in this reasoning chain, about Segment {p}, and its correct answer:\n"
+           "Previous question: {question}\nPrevious answer: {answer}")
+CAUSAL_TASK = ("Answer this explicit stepwise causal reasoning question about the causal relationship between the "
+               "current segment (Segment {i}) and its direct preceding segment (Segment {p}).")
+ISOLATED_TASK = ("Answer this causal reasoning question about the current segment (Segment {i}). Only the current "
+                 "segment is shown: no earlier segment and no earlier answer.")
+ANSWER_INSTRUCTION = "Answer with the option's letter from the given choices directly."
+
+
+# ----------------------------------------------------------------------------------------------- records
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _question(raw: Any, *, where: str, record: str, path: Path) -> dict[str, Any]:
+    """Validate one {question, options, answer} block."""
+    if not isinstance(raw, Mapping):
+        raise DataError(f"{where} is not an object", record=record, path=str(path),
+                        fix="give {\"question\": ..., \"options\": [8 strings], \"answer\": 0-based index}")
+    require_fields(raw, ("question", "options", "answer"), record_id=f"{record} {where}", path=path)
+    question, options, answer = raw["question"], raw["options"], raw["answer"]
+    if not isinstance(question, str) or not question.strip():
+        raise DataError(f"{where}: question is empty", record=record, path=str(path), fix="fill in the question text")
+    if (not isinstance(options, list) or not 2 <= len(options) <= len(LETTERS)
+            or not all(isinstance(o, str) and o.strip() for o in options)):
+        raise DataError(f"{where}: options must be a list of 2 to {len(LETTERS)} non-empty strings", record=record,
+                        path=str(path), fix="give the options as a list of strings (CausalStep has 8 per question)")
+    if isinstance(answer, bool) or not isinstance(answer, int) or not 0 <= answer < len(options):
+        raise DataError(f"{where}: answer {answer!r} is not a 0-based index into its {len(options)} options",
+                        record=record, path=str(path), fix="answer is the 0-based index of the correct option")
+    return {"question": question.strip(), "options": [o.strip() for o in options], "answer": answer}
+
+
+def normalize_record(raw: Any, *, index: int, path: Path) -> dict[str, Any]:
+    """Validate one video record of causalstep.json (schema in BENCHMARKS.md and the README)."""
+    if not isinstance(raw, Mapping):
+        raise DataError(f"entry {index} is not an object", path=str(path), fix="causalstep.json is a list of video records")
+    video_id = str(raw.get("video_id", "")).strip() or f"entry {index}"
+    require_fields(raw, ("video_id", "video", "segments"), record_id=video_id, path=path)
+    segments = raw["segments"]
+    if not isinstance(segments, list) or not segments:
+        raise DataError("segments must be a non-empty list", record=video_id, path=str(path),
+                        fix="list the video's segments in order")
+    out = []
+    for i, seg in enumerate(segments, start=1):
+        where = f"segment {i}"
+        if not isinstance(seg, Mapping):
+            raise DataError(f"{where} is not an object", record=video_id, path=str(path), fix="see the README schema")
+        start, end = _number(seg.get("start")), _number(seg.get("end"))
+        if start is None or end is None or start < 0 or end <= start:
+            raise DataError(f"{where}: start/end ({seg.get('start')!r}, {seg.get('end')!r}) is not an interval in seconds",
+                            record=video_id, path=str(path), fix="give 0 <= start < end, in seconds")
+        desc = _question(seg.get("desc"), where=f"{where} desc", record=video_id, path=path)
+        causal_raw = seg.get("causal")
+        if i == 1 and causal_raw is not None:
+            raise DataError("segment 1 has a causal question, but the first segment has none in CausalStep",
+                            record=video_id, path=str(path), fix='set "causal": null on the first segment')
+        if i > 1 and causal_raw is None:
+            raise DataError(f"{where} has no causal question", record=video_id, path=str(path),
+                            fix="every segment after the first needs a causal question about S(i-1) -> S(i)")
+        causal = _question(causal_raw, where=f"{where} causal", record=video_id, path=path) if i > 1 else None
+        out.append({"start": start, "end": end, "desc": desc, "causal": causal})
+    category = raw.get("category")
+    return {"video_id": video_id, "video": raw["video"], "category": str(category).strip() if category else "",
+            "segments": out}
+
+
+def load_records(source: DataSource) -> list[dict[str, Any]]:
+    assert source.root is not None  # CausalStep has no hub copy: sample or local only
+    path = source.root / JSON_NAME
+    if not path.is_file():
+        raise DataError("causalstep.json not found", path=str(path), fix=f"use this layout: {LOCAL_LAYOUT}")
+    raw = read_json(path)
+    if not isinstance(raw, list) or not raw:
+        raise DataError("causalstep.json must be a non-empty JSON list of video records", path=str(path),
+                        fix=f"use this layout: {LOCAL_LAYOUT}")
+    records = [normalize_record(r, index=i, path=path) for i, r in enumerate(raw)]
+    seen: set[str] = set()
+    for record in records:
+        if record["video_id"] in seen:
+            raise DataError("duplicate video_id", record=record["video_id"], path=str(path), fix="video ids must be unique")
+        seen.add(record["video_id"])
+        record["video_path"] = str(safe_path(source.root, record["video"], record=record["video_id"], field="video"))
+
+    def check(record: dict[str, Any]) -> None:
+        require_file(Path(record["video_path"]), record=record["video_id"], what="video",
+                     fix=f"put the video there (layout: {LOCAL_LAYOUT}), or set LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA=1 "
+                         "to skip such videos")
+
+    return keep_records_with_media(BENCHMARK, records, check)
+
+
+# ----------------------------------------------------------------------------------------------- requests
+
+def stable_permutation(key: str, n: int) -> list[int]:
+    """A permutation of range(n) that depends only on ``key`` (Fisher-Yates driven by SHA-256).
+
+    Python's ``hash`` is salted per process and ``random.shuffle``'s algorithm is not promised
+    across Python versions; this is the same on every run, machine and version.
+    """
+    order = list(range(n))
+    for i in range(n - 1, 0, -1):
+        digest = hashlib.sha256(f"{key}\0{i}".encode()).digest()
+        j = int.from_bytes(digest[:8], "big") % (i + 1)
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+def shuffled(video_id: str, segment: int, qtype: str, block: Mapping[str, Any]) -> tuple[list[str], str]:
+    """(options in evaluation order, gold letter). The seed is the video id and the question, so the
+    three requests of one causal question show the same letters, on every run."""
+    options = block["options"]
+    order = stable_permutation(json.dumps([video_id, segment, qtype, block["question"]]), len(options))
+    return [options[k] for k in order], LETTERS[order.index(block["answer"])]
+
+
+def request_id(video_id: str, segment: int, kind: str) -> str:
+    return f"{video_id}/S{segment}/{kind}"
+
+
+def build_requests(record: Mapping[str, Any], *, restart: str = "next", frames: int = DEFAULT_FRAMES_PER_SEGMENT,
+                   max_long_side: int = DEFAULT_MAX_LONG_SIDE) -> list[dict[str, Any]]:
+    """One doc per input the protocol can ask for this video, segment by segment (S1's desc first)."""
+    video_id, segments = record["video_id"], record["segments"]
+    n = len(segments)
+
+    def span(i: int) -> list[float]:
+        return [i, segments[i - 1]["start"], segments[i - 1]["end"]]
+
+    def doc(i: int, kind: str, qtype: str, shown: list[list[float]], prev: Mapping[str, Any] | None) -> dict[str, Any]:
+        block = segments[i - 1][qtype]
+        options, gold = shuffled(video_id, i, qtype, block)
+        return {
+            ID_FIELD: request_id(video_id, i, kind), "video_id": video_id, "category": record["category"],
+            "video_path": record["video_path"], "n_segments": n, "segment": i, "kind": kind,
+            "shown": json.dumps(shown), "question": block["question"], "options": options, "gold": gold,
+            "prev_question": prev["question"] if prev else "",
+            "prev_answer": prev["options"][prev["answer"]] if prev else "",
+            "restart": restart, "num_frames": frames, "max_long_side": max_long_side,
+            ORACLE_FIELD: gold, CHANCE_FIELD: list(LETTERS[: len(options)]),
+        }
+
+    docs = []
+    for i in range(1, n + 1):
+        docs.append(doc(i, DESC, "desc", [span(i)], None))
+        if i >= 2:
+            docs.append(doc(i, CAUSAL_AFTER_DESC, "causal", [span(i - 1), span(i)], segments[i - 2]["desc"]))
+        if i >= 3:
+            docs.append(doc(i, CAUSAL_AFTER_CAUSAL, "causal", [span(i - 1), span(i)], segments[i - 2]["causal"]))
+        if i >= 2:
+            docs.append(doc(i, ISOLATED, "causal", [span(i)], None))
+    return docs
+
+
+def _options(spec: Mapping[str, Any]) -> tuple[str, int, int]:
+    restart = str(spec.get("restart") or "next")
+    if restart not in RESTART_RULES:
+        raise DataError(f"unknown restart rule {restart!r} in the causalstep source file",
+                        fix=f"use one of {', '.join(RESTART_RULES)}")
+    frames = int(spec.get("frames_per_segment") or DEFAULT_FRAMES_PER_SEGMENT)
+    if frames < 1:
+        raise DataError(f"frames_per_segment must be >= 1, got {frames}", fix="set a positive frame count")
+    max_long_side = spec.get("max_long_side", DEFAULT_MAX_LONG_SIDE)
+    return restart, frames, int(max_long_side or 0)  # 0: no resizing
+
+
+def process_docs(dataset: Any):
+    spec = source_spec(dataset)
+    restart, frames, max_long_side = _options(spec)
+    source = resolve_source(BENCHMARK, spec.get("source", "auto"), sample_dir=SAMPLE_DIR, hub_repo=None,
+                            local_layout=LOCAL_LAYOUT)
+    docs = [d for r in load_records(source)
+            for d in build_requests(r, restart=restart, frames=frames, max_long_side=max_long_side)]
+    return to_dataset(docs)
+
+
+# ----------------------------------------------------------------------------------------------- prompts
+
+def shown_segments(doc: Mapping[str, Any]) -> list[tuple[int, float, float]]:
+    return [(int(i), float(s), float(e)) for i, s, e in json.loads(doc["shown"])]
+
+
+def prompt_text(doc: Mapping[str, Any]) -> str:
+    """The text after the frames: task, history (chained causal questions), question, options."""
+    i, kind = int(doc["segment"]), doc["kind"]
+    parts = [INTRO]
+    if kind == DESC:
+        parts.append(DESC_TASK.format(i=i))
+    elif kind == ISOLATED:
+        parts.append(ISOLATED_TASK.format(i=i))
+    else:
+        parts.append(HISTORY.format(p=i - 1, question=doc["prev_question"], answer=doc["prev_answer"]))
+        parts.append(CAUSAL_TASK.format(i=i, p=i - 1))
+    options = "\n".join(f"{LETTERS[k]}. {text}" for k, text in enumerate(doc["options"]))
+    parts.append(f"Question: {doc['question']}\nOptions:\n{options}")
+    parts.append(ANSWER_INSTRUCTION)
+    return "\n\n".join(parts)
+
+
+def segment_frames(doc: Mapping[str, Any]) -> list[tuple[int, list]]:
+    """(segment number, frames) for each segment the request shows, sampled inside its interval."""
+    max_long_side = int(doc.get("max_long_side") or 0) or None
+    return [(i, sample_video(doc["video_path"], int(doc["num_frames"]), interval=(start, end),
+                             max_long_side=max_long_side, record_id=doc[ID_FIELD]).frames)
+            for i, start, end in shown_segments(doc)]
+
+
+def frame_count(doc: Mapping[str, Any], start: float, end: float) -> int:
+    """How many frames ``sample_video`` returns for one interval, without decoding any."""
+    info = video_info(doc["video_path"], doc[ID_FIELD])
+    first, last = seconds_to_frame_range(start, end, info.fps, info.num_frames)
+    return len(uniform_indices(info.num_frames, int(doc["num_frames"]), first, last))
+
+
+def doc_to_visual(doc, lmms_eval_specific_kwargs=None) -> list:
+    """All frames of the shown segments, in order (for models that take a flat list of images)."""
+    return [frame for _, frames in segment_frames(doc) for frame in frames]
+
+
+def doc_to_text(doc, lmms_eval_specific_kwargs=None) -> str:
+    """For models that put the visuals before the text: say which frames belong to which segment."""
+    spans, first = [], 1
+    for i, start, end in shown_segments(doc):
+        count = frame_count(doc, start, end)
+        spans.append(f"Segment {i}: frames {first}-{first + count - 1}.")
+        first += count
+    return " ".join(spans) + "\n\n" + prompt_text(doc)
+
+
+def doc_to_messages(doc, lmms_eval_specific_kwargs=None) -> list[dict[str, Any]]:
+    """Each shown segment's frames preceded by its label ("Segment i-1:", "Segment i:"), then the text."""
+    groups = [FrameGroup(f"Segment {i}:", frames) for i, frames in segment_frames(doc)]
+    return interleaved_messages("", groups, prompt_text(doc))
+
+
+# ----------------------------------------------------------------------------------------------- scoring
+
+_LEADING_LETTER = re.compile(r"^\s*[(\[]?([A-H])[)\].:]\s+\S")
+
+
+def parse_answer(doc: Mapping[str, Any], response: str) -> tuple[str | None, str | None]:
+    """(letter, None) or (None, why). Accepts what ``parse_option_letter`` accepts (a bare letter,
+    ``Answer: X``, ``\\boxed{X}``), the exact text of one option, and a reply that starts with a
+    letter and then repeats the option ("B. The wave ...")."""
+    letters = LETTERS[: len(doc["options"])]
+    parsed = parse_option_letter(response, letters, names=dict(zip(letters, doc["options"])))
+    if parsed.ok:
+        return parsed.value, None
+    m = _LEADING_LETTER.match(strip_reasoning(response or ""))
+    if m and m.group(1) in letters:
+        return m.group(1), None
+    return None, parsed.error
+
+
+def score_request(doc: Mapping[str, Any], response: str) -> dict[str, Any]:
+    """The per-request item every metric reads."""
+    pred, error = parse_answer(doc, response)
+    return {ID_FIELD: doc[ID_FIELD], "video_id": doc["video_id"], "category": doc["category"],
+            "n_segments": int(doc["n_segments"]), "segment": int(doc["segment"]), "kind": doc["kind"],
+            "restart": doc["restart"], "gold": doc["gold"], "pred": pred, "correct": pred is not None and pred == doc["gold"],
+            "parse_error": error}
+
+
+def video_chain(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Replay Algorithm 1 for one video from its request items (JSON-serialisable).
+
+    ``complete`` is False when a question the chain asks has no item (e.g. a ``--limit`` run that
+    cut the video's requests short); such a video is left out of the chain metrics and counted.
+    """
+    first = items[0]
+    video_id, n, restart = first["video_id"], int(first["n_segments"]), first["restart"]
+    by_key = {(it["kind"], int(it["segment"])): it for it in items}
+    try:
+        replay = replay_chain(n, lambda kind, segment: bool(by_key[(kind, segment)]["correct"]), restart)
+    except KeyError as exc:
+        kind, segment = exc.args[0]
+        return {"video_id": video_id, "category": first["category"], "complete": False,
+                "missing": request_id(video_id, segment, kind)}
+    out = {"video_id": video_id, "category": first["category"], "complete": True, **replay.to_dict()}
+    out["steps"] = [
+        {"step": k, ID_FIELD: request_id(video_id, s["segment"], s["kind"]), **s,
+         "pred": by_key[(s["kind"], s["segment"])]["pred"], "gold": by_key[(s["kind"], s["segment"])]["gold"]}
+        for k, s in enumerate(out["steps"], start=1)
+    ]
+    return out
+
+
+def replay_group(docs: Sequence[Mapping[str, Any]], responses: Sequence[str]) -> dict[str, Any]:
+    """The filter's per-video function: score each request, then replay the chain."""
+    return video_chain([score_request(d, r) for d, r in zip(docs, responses)])
+
+
+class ChainReplayFilter(GroupReplayFilter):
+    """Groups CausalStep's requests by video and attaches each video's replayed chain to its first
+    doc (the descriptive question of S1), with a reference to it on the video's other docs."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(key="video_id", replay=replay_group, id_field=ID_FIELD, **kwargs)
+
+
+METRICS = ("csr", "amcl", "mcl", "rf", "ws", "ws_max", "dua", "icra", "parse_fail", "by_category", "videos",
+           "incomplete_videos")
+
+
+def process_results(doc, results):
+    text, attachment = unpack_filtered(results, doc=doc, id_field=ID_FIELD)
+    item = score_request(doc, text)
+    out = {metric: item for metric in METRICS}
+    # The chain rides on one metric's item only, so each logged sample holds it once.
+    out["videos"] = {**item, "chain": attachment["result"] if attachment else None,
+                     "chain_on": attachment["result_on"] if attachment else None}
+    return with_unscored(out, [text])
+
+
+# ----------------------------------------------------------------------------------------------- aggregation
+
+def chains(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every video's replayed chain, in order of first appearance (recomputed from the items, which
+    the aggregation sees from every rank; the filter's logged chains come from the same function)."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for item in items:
+        groups.setdefault(item["video_id"], []).append(item)
+    return [video_chain(group) for group in groups.values()]
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def summarize(items: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """All seven paper metrics (plus ws_max and counts) for one set of items."""
+    done = [c for c in chains(items) if c["complete"]]
+    return {
+        "csr": 100.0 * _mean([1.0 if c["completed"] else 0.0 for c in done]),
+        "amcl": _mean([c["longest_chain"] for c in done]),
+        "mcl": max((c["longest_chain"] for c in done), default=0),
+        "rf": _mean([c["restarts"] for c in done]),
+        "ws": _mean([c["score"] for c in done]),
+        "ws_max": _mean([c["n_segments"] * (c["n_segments"] + 1) / 2 for c in done]),
+        "dua": accuracy([bool(i["correct"]) for i in items if i["kind"] == DESC]),
+        "icra": accuracy([bool(i["correct"]) for i in items if i["kind"] == ISOLATED]),
+        "videos": len(done),
+    }
+
+
+def agg_csr(items):
+    return summarize(items)["csr"]
+
+
+def agg_amcl(items):
+    return summarize(items)["amcl"]
+
+
+def agg_mcl(items):
+    return summarize(items)["mcl"]
+
+
+def agg_rf(items):
+    return summarize(items)["rf"]
+
+
+def agg_ws(items):
+    return summarize(items)["ws"]
+
+
+def agg_ws_max(items):
+    return summarize(items)["ws_max"]
+
+
+def agg_dua(items):
+    return summarize(items)["dua"]
+
+
+def agg_icra(items):
+    return summarize(items)["icra"]
+
+
+def agg_parse_fail(items):
+    return sum(1 for i in items if i["pred"] is None)
+
+
+def agg_videos(items):
+    return summarize(items)["videos"]
+
+
+def agg_incomplete_videos(items):
+    return sum(1 for c in chains(items) if not c["complete"])
+
+
+def agg_by_category(items):
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for item in items:
+        groups.setdefault(item["category"] or "(none)", []).append(item)
+    return {category: summarize(groups[category]) for category in sorted(groups)}
+
+
+# A failed model request is unscored, not wrong (lmms_eval_plugins/outcome.py): every metric is null then.
+agg_unscored = count_unscored
+guard_aggregations(globals())

@@ -1,0 +1,1 @@
+"""CrossVid: records, prompts, answer parsing, scoring and report section (spec: :mod:`.spec`)."""

@@ -1,0 +1,1 @@
+"""ErrorRadar: records, prompts, answer parsing, scoring and report section (spec: :mod:`.spec`)."""

@@ -1,0 +1,1 @@
+"""MMErroR: records, prompts, answer parsing, scoring and report section (spec: :mod:`.spec`)."""

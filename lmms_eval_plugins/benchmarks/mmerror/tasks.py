@@ -1,0 +1,528 @@
+"""MMErroR: error-type classification (ETC) and two-stage error presence detection (EPD).
+
+Prompts, label letters and answer tolerance follow the official evaluation code
+(github.com/code-here-in/MMerroR-Evaluation: ``prompts/*.prompt.txt``, ``mmerror_eval/labels.py``,
+``mmerror_eval/prompts.py``, ``mmerror_eval/runner.py``). EPD's two stages are issued as independent
+requests (two docs per sample) and the stage-1 -> stage-2 decision is replayed in the aggregation
+(:func:`replay_epd`); see README.md for why that equals the sequential protocol.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from loguru import logger
+
+from lmms_eval_plugins.data import (
+    DataSource,
+    find_with_extensions,
+    hub_snapshot,
+    hub_store,
+    keep_records_with_media,
+    read_json,
+    require_fields,
+    resolve_source,
+    safe_path,
+    source_spec,
+    to_dataset,
+)
+from lmms_eval_plugins.errors import DataError, MediaError
+from lmms_eval_plugins.media import load_image
+from lmms_eval_plugins.messages import FrameGroup, interleaved_messages
+from lmms_eval_plugins.metrics import accuracy, breakdown, confusion_matrix, distribution, macro_over_groups
+from lmms_eval_plugins.outcome import count_unscored, guard_aggregations, with_unscored
+from lmms_eval_plugins.parsing import Parsed, clean_markup, match_category, parse_option_letter, strip_reasoning
+from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD
+
+BENCHMARK = "mmerror"
+HUB_REPO = "s-u-do/mmerror-benchmark"
+HUB_PATTERNS = ("data/jsons/*", "data/images/*")
+JSON_GLOB = "MMErroR_*.json"
+AGGREGATE_JSON = "MMErroR_all.json"  # an aggregate of all records on the hub: not a record
+IMAGE_EXTENSIONS = ("png", "jpg", "jpeg", "webp")
+# The bundled sample data: set by the task folder's utils.py to the folder beside the YAMLs lmms-eval
+# loaded (an installed or an exported task folder alike).
+SAMPLE_DIR: Path | None = None
+LOCAL_LAYOUT = "mmerror/data/jsons/MMErroR_<id>.json plus mmerror/data/images/MMErroR_<id>.<png|jpg|jpeg|webp>"
+REQUIRED_FIELDS = ("question_id", "question", "error_reason", "label")
+
+# ------------------------------------------------------------------------------------------- labels
+
+# Letter -> label name and one-line definition, as in the official mmerror_eval/labels.py.
+# Note the letter order: B is reasoning and D is knowledge (the paper lists them differently).
+ERROR_LETTERS = "ABCD"
+NO_ERROR = "E"
+LABELS = {
+    "A": "A_Visual_Perception_Error",
+    "B": "B_Reasoning_Error",
+    "C": "C_Question_Comprehension_Error",
+    "D": "D_Knowledge_Deployment_Error",
+    "E": "E_NoError",
+}
+DEFINITIONS = {
+    "A": "Misread or misinterpret the visual content, such as text, numbers, objects, locations, colors, or counts.",
+    "B": "Visual facts are correct, but the logic, arithmetic, or multi-step deduction is wrong.",
+    "C": "The image is read reasonably well, but the question intent or constraint is misunderstood.",
+    "D": "The image and question are understood, but the wrong fact, formula, or external knowledge is applied.",
+}
+ERROR_LABELS = tuple(LABELS[c] for c in ERROR_LETTERS)
+ALL_LABELS = (*ERROR_LABELS, LABELS[NO_ERROR])
+NO_ERROR_LABEL = LABELS[NO_ERROR]
+# The data spells some labels in several ways (the knowledge class: Deployment / Application /
+# Deficiency): a gold label is read by keyword, case-insensitively, and must name exactly one class.
+LABEL_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "A": ("visual", "perception"),
+    "B": ("reasoning",),
+    "C": ("question", "comprehension"),
+    "D": ("knowledge",),
+    "E": ("noerror", "no error"),
+}
+
+# Stage 1 of EPD: P = an error is present, N = no error (official PRESENCE_*_LETTER).
+PRESENT, ABSENT = "P", "N"
+PRESENCE_NAMES = {PRESENT: "Error Present", ABSENT: "No Error"}
+# Whole-output one-word replies the official normalize_presence_decision also accepts.
+PRESENCE_WORDS = {"none": ABSENT, "error": PRESENT}
+
+STAGE_PRESENCE, STAGE_TYPE = "presence", "type"
+
+# ------------------------------------------------------------------------------------------- prompts
+# Wording verbatim from the official prompts/error_label.prompt.txt (ETC), prompts/epd_presence.prompt.txt
+# (EPD stage 1) and prompts/epd_type.prompt.txt (EPD stage 2), with the placeholders the official
+# mmerror_eval/prompts.py fills in (letters, task mode, instruction, category list) already filled.
+
+_FORMAT_BLOCK = (
+    "STRICT OUTPUT FORMAT:\n"
+    "- Respond with EXACTLY one uppercase letter: {letters_csv}.\n"
+    "- No spaces, no punctuation, no Markdown, no analysis, no explanation, no restatement, no XML tags, "
+    "and no extra text.\n"
+    "- Your response must be exactly 1 character matching ^[{letters}]$.\n\n"
+)
+_BODY_BLOCK = (
+    "Question: {{question}}\nReasoning: {{error_reason}}\n\n"
+    "Categories:\n{categories}\n\n"
+    "Output: one letter only ({letters_slash}).\n\n"
+)
+
+
+def _letter_list(letters: str) -> str:
+    """"A, B, C, or D" / "P or N" (official format_letter_list)."""
+    if len(letters) <= 2:
+        return " or ".join(letters)
+    return ", ".join(letters[:-1]) + ", or " + letters[-1]
+
+
+def _frame(letters: str, categories: Sequence[tuple[str, str]]) -> tuple[str, str]:
+    lines = "\n".join(f"{letter}. {name}\n   {definition}" for letter, (name, definition) in zip(letters, categories))
+    return (_FORMAT_BLOCK.format(letters_csv=_letter_list(letters), letters=letters),
+            _BODY_BLOCK.format(categories=lines, letters_slash="/".join(letters)))
+
+
+_TYPE_CATEGORIES = [(LABELS[c], DEFINITIONS[c]) for c in ERROR_LETTERS]
+_TYPE_FORMAT, _TYPE_BODY = _frame(ERROR_LETTERS, _TYPE_CATEGORIES)
+_PRESENCE_FORMAT, _PRESENCE_BODY = _frame(PRESENT + ABSENT, [
+    ("Error Present", "The reasoning contains at least one error and should proceed to error-type diagnosis."),
+    ("No Error", "The reasoning is fully correct and should not proceed to error-type diagnosis."),
+])
+
+ETC_PROMPT = (
+    "You are evaluating a reasoning chain for the MMErroR benchmark.\n\n"
+    "Task mode: ETC\n"
+    "The reasoning chain is guaranteed to contain exactly one error. Choose the single best error type from A to D.\n\n"
+    + _TYPE_FORMAT + _TYPE_BODY
+)
+EPD_PRESENCE_PROMPT = (
+    "You are running stage 1 of MMErroR Error Presence Detection (EPD).\n\n"
+    "Decide whether the reasoning chain contains an error.\n\n"
+    + _PRESENCE_FORMAT + _PRESENCE_BODY
+)
+EPD_TYPE_PROMPT = (
+    "You are running stage 2 of MMErroR Error Presence Detection (EPD).\n\n"
+    "Task mode: EPD-TYPE\n"
+    "Stage 2 of EPD: an error has already been determined to be present. Classify the error type from A to D.\n\n"
+    + _TYPE_FORMAT + _TYPE_BODY
+)
+PROMPTS = {"etc": ETC_PROMPT, STAGE_PRESENCE: EPD_PRESENCE_PROMPT, STAGE_TYPE: EPD_TYPE_PROMPT}
+
+# ------------------------------------------------------------------------------------------- records
+
+
+def label_letter(label: str) -> str | None:
+    """A gold label as spelled in the data -> its letter A-E (None when it names no or several classes)."""
+    parsed = match_category(label, LABEL_KEYWORDS)
+    return parsed.value if parsed.ok else None
+
+
+def _text(record: Mapping[str, Any], name: str, *, record_id: str, path: Path) -> str:
+    value = record.get(name)
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise DataError(f"field {name!r} is a {type(value).__name__}, not a string", record=record_id, path=str(path),
+                    fix="write the field as a JSON string")
+
+
+def normalize_record(raw: Any, *, path: Path) -> dict[str, Any] | None:
+    """Validate one record file; ``None`` for a record without a label (skipped, as the official loader does)."""
+    if not isinstance(raw, dict):
+        raise DataError(f"a record file must hold one JSON object, found a {type(raw).__name__}", path=str(path),
+                        fix=f"one object per file (the aggregate {AGGREGATE_JSON} is ignored)")
+    record_id = str(raw.get("question_id") or "").strip() or path.name
+    require_fields(raw, REQUIRED_FIELDS, record_id=record_id, path=path)
+    fields = {name: _text(raw, name, record_id=record_id, path=path)
+              for name in ("question_id", "question", "correct_answer", "error_reason", "label", "domain", "subdomain")}
+    if not fields["question_id"].strip():
+        raise DataError("question_id is empty", record=path.name, path=str(path),
+                        fix="fill in question_id (the image is looked up by it)")
+    if not fields["label"].strip():
+        return None
+    letter = label_letter(fields["label"])
+    if letter is None:
+        raise DataError(f"label {fields['label']!r} matches none (or several) of {', '.join(ALL_LABELS)}",
+                        record=record_id, path=str(path), fix="use one of the official label names")
+    return {
+        "question_id": fields["question_id"].strip(),
+        "question": fields["question"],
+        "correct_answer": fields["correct_answer"],  # not part of any prompt; kept for the logs
+        "error_reason": fields["error_reason"],
+        "label": LABELS[letter],
+        "label_raw": fields["label"],
+        "domain": fields["domain"].strip(),
+        "subdomain": fields["subdomain"].strip(),
+        "json_path": str(path),
+    }
+
+
+def _attach_images(records: list[dict[str, Any]], root: Path, within: Path | None = None) -> list[dict[str, Any]]:
+    """``image_path`` = ``root/data/images/<question_id>.<ext>``, resolved inside ``within`` (default ``root``)."""
+    images = root / "data" / "images"
+
+    def check(record: dict[str, Any]) -> None:
+        found = find_with_extensions(root, record["question_id"], IMAGE_EXTENSIONS, record=record["question_id"],
+                                     field="question_id", under="data/images", within=within)
+        if found is None:
+            raise MediaError("image not found", record=record["question_id"],
+                             path=str(images / f"{record['question_id']}.<{'|'.join(IMAGE_EXTENSIONS)}>"),
+                             fix=f"put the image there (layout: {LOCAL_LAYOUT}), or set "
+                                 "LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA=1 to skip such records")
+        record["image_path"] = str(found)
+
+    return keep_records_with_media(BENCHMARK, records, check)
+
+
+def benchmark_root(source: DataSource) -> Path:
+    """The folder holding ``data/jsons`` and ``data/images`` (the hub snapshot has the same layout)."""
+    if source.kind == "hub":
+        assert source.hub_repo is not None
+        return hub_snapshot(source.hub_repo, allow_patterns=list(HUB_PATTERNS))
+    assert source.root is not None
+    return source.root
+
+
+def load_records(source: DataSource) -> list[dict[str, Any]]:
+    root = benchmark_root(source)
+    within = hub_store(root) if source.kind == "hub" else None  # a snapshot's files link into the hub cache's blobs
+    jsons = root / "data" / "jsons"
+    files = sorted(p for p in jsons.glob(JSON_GLOB) if p.name != AGGREGATE_JSON) if jsons.is_dir() else []
+    for p in files:  # a record file linking out of the data is refused (its name stays the one shown in messages)
+        safe_path(root, p.name, record=None, field="record file", under="data/jsons", within=within)
+    if not files:
+        raise DataError(f"no {JSON_GLOB} record files found", path=str(jsons), fix=f"use this layout: {LOCAL_LAYOUT}")
+    records, unlabeled, seen = [], [], {}
+    for path in files:
+        record = normalize_record(read_json(path), path=path)
+        if record is None:
+            unlabeled.append(path.name)
+            continue
+        if record["question_id"] in seen:
+            raise DataError(f"question_id {record['question_id']!r} is used twice (also in {seen[record['question_id']]})",
+                            record=record["question_id"], path=str(path), fix="give every record its own question_id")
+        seen[record["question_id"]] = path.name
+        records.append(record)
+    if unlabeled:
+        logger.warning(f"[mmerror] skipped {len(unlabeled)} record(s) without a label, as the official loader does: "
+                       f"{', '.join(unlabeled[:5])}{' ...' if len(unlabeled) > 5 else ''}")
+    if not records:
+        raise DataError("no MMErroR record has a label", path=str(jsons), fix="check the data")
+    return _attach_images(records, root, within)
+
+
+def _load(dataset: Any) -> list[dict[str, Any]]:
+    spec = source_spec(dataset)
+    source = resolve_source(BENCHMARK, spec.get("source", "auto"), sample_dir=SAMPLE_DIR, hub_repo=HUB_REPO,
+                            local_layout=LOCAL_LAYOUT)
+    return load_records(source)
+
+
+def _letter_of(label: str) -> str:
+    return next(letter for letter, name in LABELS.items() if name == label)
+
+
+def etc_docs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One doc per erroneous sample. E_NoError samples are not ETC samples (the prompt says an error exists)."""
+    docs = [{**r, ORACLE_FIELD: _letter_of(r["label"]), CHANCE_FIELD: list(ERROR_LETTERS)}
+            for r in records if r["label"] != NO_ERROR_LABEL]
+    dropped = len(records) - len(docs)
+    if dropped:
+        logger.info(f"[mmerror_etc] {dropped} E_NoError sample(s) left out: ETC asks only about erroneous chains")
+    if not docs:
+        raise DataError("no MMErroR sample with an error label, so ETC has nothing to ask",
+                        fix="ETC needs samples labelled A-D")
+    return docs
+
+
+def epd_docs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Two docs per sample, stage 1 (P/N) then stage 2 (A-D), each with its own oracle and chance replies.
+
+    The pair is adjacent so that ``--limit 2k`` keeps k whole samples. Stage 2 of an E_NoError sample
+    has no right answer (the sequential protocol never asks it after a correct N) and is never scored: its oracle
+    reply is just a well-formed letter, so format checks (check-model) see a compliant oracle.
+    """
+    docs = []
+    for r in records:
+        no_error = r["label"] == NO_ERROR_LABEL
+        docs.append({**r, "stage": STAGE_PRESENCE, ORACLE_FIELD: ABSENT if no_error else PRESENT,
+                     CHANCE_FIELD: [PRESENT, ABSENT]})
+        docs.append({**r, "stage": STAGE_TYPE, ORACLE_FIELD: ERROR_LETTERS[0] if no_error else _letter_of(r["label"]),
+                     CHANCE_FIELD: list(ERROR_LETTERS)})
+    return docs
+
+
+def process_docs_etc(dataset: Any):
+    return to_dataset(etc_docs(_load(dataset)))
+
+
+def process_docs_epd(dataset: Any):
+    return to_dataset(epd_docs(_load(dataset)))
+
+
+# ------------------------------------------------------------------------------------------- prompts
+
+
+def prompt_text(doc: Mapping[str, Any], stage: str) -> str:
+    # str.format fills the template only: braces inside the question or chain are kept as written.
+    return PROMPTS[stage].format(question=doc["question"], error_reason=doc["error_reason"])
+
+
+def _stage(doc: Mapping[str, Any], task: str) -> str:
+    return "etc" if task == "etc" else doc["stage"]
+
+
+def doc_to_visual(doc: Mapping[str, Any]) -> list:
+    return [load_image(doc["image_path"], record_id=doc["question_id"])]
+
+
+def _doc_to_messages(doc: Mapping[str, Any], task: str) -> list[dict[str, Any]]:
+    # One user turn, the image before the prompt (official runner._build_message).
+    return interleaved_messages("", [FrameGroup("", doc_to_visual(doc), kind="image")], prompt_text(doc, _stage(doc, task)))
+
+
+def doc_to_text_etc(doc, lmms_eval_specific_kwargs=None):
+    return prompt_text(doc, "etc")
+
+
+def doc_to_text_epd(doc, lmms_eval_specific_kwargs=None):
+    return prompt_text(doc, doc["stage"])
+
+
+def doc_to_messages_etc(doc, lmms_eval_specific_kwargs=None):
+    return _doc_to_messages(doc, "etc")
+
+
+def doc_to_messages_epd(doc, lmms_eval_specific_kwargs=None):
+    return _doc_to_messages(doc, "epd")
+
+
+# ------------------------------------------------------------------------------------------- parsing
+
+# The official parser also reads an "Output: X" line (the prompts end with "Output: one letter only").
+_OUTPUT_LABEL = re.compile(r"(?im)^([ \t]*)output\b")
+_STRIP = " \t\r\n.:!?;,\"'()[]{}"
+
+
+def parse_type(text: Any) -> Parsed[str]:
+    """An A-D answer (ETC and EPD stage 2) with the official tolerance; see README.md."""
+    text = text if isinstance(text, str) else ("" if text is None else str(text))
+    return parse_option_letter(_OUTPUT_LABEL.sub(r"\1Answer", text), ERROR_LETTERS,
+                               names={c: LABELS[c] for c in ERROR_LETTERS})
+
+
+def parse_presence(text: Any) -> Parsed[str]:
+    """A P/N answer (EPD stage 1): the A-D tolerance with letters P and N, the option names ("No Error",
+    "Error Present") as the whole reply, and the official whole-reply words "none" (N) and "error" (P).
+    Unlike the official parser, "no error" somewhere inside a longer reply is NOT read as N (README.md)."""
+    text = text if isinstance(text, str) else ("" if text is None else str(text))
+    parsed = parse_option_letter(_OUTPUT_LABEL.sub(r"\1Answer", text), PRESENT + ABSENT, names=PRESENCE_NAMES)
+    if parsed.ok:
+        return parsed
+    word = clean_markup(strip_reasoning(text)).strip(_STRIP).casefold()
+    if word in PRESENCE_WORDS:
+        return Parsed.success(PRESENCE_WORDS[word])
+    return parsed
+
+
+# ------------------------------------------------------------------------------------------- scoring
+
+COMMON_METRICS = ("accuracy", "parse_fail", "accuracy_by_domain", "accuracy_by_subdomain", "accuracy_by_label",
+                  "accuracy_domain_macro", "confusion", "pred_distribution")
+ETC_METRICS = COMMON_METRICS
+EPD_METRICS = (*COMMON_METRICS, "no_error_rate", "false_alarm_rate", "presence_parse_fail")
+
+
+def _common(doc: Mapping[str, Any]) -> dict[str, Any]:
+    return {"question_id": doc["question_id"], "domain": doc.get("domain", ""), "subdomain": doc.get("subdomain", ""),
+            "label": doc["label"]}
+
+
+def score_etc(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
+    """Per-sample item (also what the logs show): gold/pred label names, correctness, parse failure reason."""
+    parsed = parse_type(response)
+    pred = LABELS[parsed.value] if parsed.ok else None
+    return {**_common(doc), "gold": doc["label"], "pred": pred, "correct": pred == doc["label"],
+            "parse_error": parsed.error}
+
+
+def score_epd_stage(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
+    """Per-request item of EPD: stage 1 gold/pred are P/N, stage 2 gold/pred are label names
+    (stage 2 of an E_NoError sample has no gold). The sample's verdict comes from :func:`replay_epd`."""
+    no_error = doc["label"] == NO_ERROR_LABEL
+    if doc["stage"] == STAGE_PRESENCE:
+        parsed = parse_presence(response)
+        gold, pred = (ABSENT if no_error else PRESENT), parsed.value
+    else:
+        parsed = parse_type(response)
+        gold, pred = (None if no_error else doc["label"]), (LABELS[parsed.value] if parsed.ok else None)
+    return {**_common(doc), "stage": doc["stage"], "gold": gold, "pred": pred,
+            "correct": pred is not None and pred == gold, "parse_error": parsed.error}
+
+
+def process_results_etc(doc, results):
+    response = results[0] if results else ""
+    return with_unscored(dict.fromkeys(ETC_METRICS, score_etc(doc, response)), [response])
+
+
+def process_results_epd(doc, results):
+    response = results[0] if results else ""
+    return with_unscored(dict.fromkeys(EPD_METRICS, score_epd_stage(doc, response)), [response])
+
+
+def replay_epd(items: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """Replay the sequential two-stage protocol on the per-request items of EPD.
+
+    Items are grouped by question_id (first-seen order). Per sample: stage 1 N -> ``E_NoError``;
+    stage 1 P -> the stage-2 label (unparseable stage 2 -> unparseable sample); unparseable stage 1 ->
+    unparseable sample (wrong), whatever stage 2 said. Returns (per-sample outcomes, number of samples
+    left out because a stage's request is missing, e.g. an odd ``--limit``).
+    """
+    groups: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for item in items:
+        stages = groups.setdefault(str(item["question_id"]), {})
+        if item["stage"] in stages:
+            raise ValueError(f"EPD: two {item['stage']} results for sample {item['question_id']}")
+        stages[item["stage"]] = item
+    outcomes, incomplete = [], 0
+    for question_id, stages in groups.items():
+        if STAGE_PRESENCE not in stages or STAGE_TYPE not in stages:
+            incomplete += 1
+            continue
+        first, second = stages[STAGE_PRESENCE], stages[STAGE_TYPE]
+        decision = first["pred"]
+        if decision == ABSENT:
+            pred, error = NO_ERROR_LABEL, None
+        elif decision == PRESENT:
+            pred = second["pred"]
+            error = None if pred is not None else f"stage 2: {second['parse_error']}"
+        else:
+            pred, error = None, f"stage 1: {first['parse_error']}"
+        outcomes.append({"question_id": question_id, "domain": first["domain"], "subdomain": first["subdomain"],
+                         "gold": first["label"], "pred": pred, "presence": decision,
+                         "correct": pred is not None and pred == first["label"], "parse_error": error})
+    return outcomes, incomplete
+
+
+def _outcomes(items: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Per-sample outcomes: ETC items are already per sample; EPD items are replayed."""
+    if items and "stage" in items[0]:
+        return replay_epd(items)[0]
+    return list(items)
+
+
+def _accuracy_of(outcomes: Sequence[Mapping[str, Any]]) -> float:
+    return accuracy([bool(o["correct"]) for o in outcomes])
+
+
+def _by(outcomes: Sequence[Mapping[str, Any]], field: str) -> dict[str, float]:
+    return breakdown([100.0 * bool(o["correct"]) for o in outcomes], [o[field] or None for o in outcomes])
+
+
+def _classes(items: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    return ALL_LABELS if items and "stage" in items[0] else ERROR_LABELS
+
+
+def agg_accuracy(items):
+    """Correct / all samples, in percent (strict: an unparseable answer is wrong)."""
+    if items and "stage" in items[0]:
+        outcomes, incomplete = replay_epd(items)
+        if incomplete:
+            logger.warning(f"[mmerror_epd] {incomplete} sample(s) left out: a stage's request is missing "
+                           "(use an even --limit: EPD asks 2 requests per sample)")
+        return _accuracy_of(outcomes)
+    return _accuracy_of(items)
+
+
+def agg_parse_fail(items):
+    """Number of samples whose final answer could not be parsed (EPD: stage 1, or stage 2 after P)."""
+    return sum(1 for o in _outcomes(items) if o["pred"] is None)
+
+
+def agg_accuracy_by_domain(items):
+    return _by(_outcomes(items), "domain")
+
+
+def agg_accuracy_by_subdomain(items):
+    return _by(_outcomes(items), "subdomain")
+
+
+def agg_accuracy_by_label(items):
+    return _by(_outcomes(items), "gold")
+
+
+def agg_accuracy_domain_macro(items):
+    """Unweighted mean of the per-domain accuracies."""
+    return macro_over_groups(agg_accuracy_by_domain(items))
+
+
+def agg_confusion(items):
+    outcomes = _outcomes(items)
+    return confusion_matrix([o["gold"] for o in outcomes], [o["pred"] for o in outcomes], _classes(items))
+
+
+def agg_pred_distribution(items):
+    return distribution([o["pred"] for o in _outcomes(items)], _classes(items))
+
+
+def agg_no_error_rate(items):
+    """EPD: percent of samples whose stage-1 answer was N ("no error")."""
+    outcomes = _outcomes(items)
+    return accuracy([o["presence"] == ABSENT for o in outcomes])
+
+
+def agg_false_alarm_rate(items):
+    """EPD: percent of E_NoError samples whose stage-1 answer was P; None when there is no E_NoError sample."""
+    clean = [o for o in _outcomes(items) if o["gold"] == NO_ERROR_LABEL]
+    return accuracy([o["presence"] == PRESENT for o in clean]) if clean else None
+
+
+def agg_presence_parse_fail(items):
+    """EPD: number of samples whose stage-1 answer could not be parsed."""
+    return sum(1 for o in _outcomes(items) if o["presence"] is None)
+
+
+# A failed model request is unscored, not wrong (lmms_eval_plugins/outcome.py): every metric is null then.
+agg_unscored = count_unscored
+guard_aggregations(globals())

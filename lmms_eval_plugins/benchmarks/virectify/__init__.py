@@ -1,0 +1,1 @@
+"""ViRectify: records, prompts, answer parsing, scoring and report section (spec: :mod:`.spec`)."""
