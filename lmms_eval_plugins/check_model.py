@@ -79,17 +79,22 @@ class TaskEntry:
 
     @property
     def benchmark(self) -> str:
-        return self.yaml_path.parent.name
+        from lmms_eval_plugins.benchmark import benchmark_of_task
+
+        spec = benchmark_of_task(self.name)
+        return spec.name if spec is not None else self.yaml_path.parent.name
 
 
 def task_index(folder: Path | None = None) -> dict[str, TaskEntry]:
-    """Every task and group below our task folder, with its YAML path (groups with their members)."""
+    """Every task and group below ``folder`` (default: the task folders of every installed benchmark),
+    with its YAML path (groups with their members)."""
     import yaml
 
-    from lmms_eval_plugins import tasks_dir
+    from lmms_eval_plugins.discovery import plugin_task_dirs
 
     index: dict[str, TaskEntry] = {}
-    for path in sorted((folder or tasks_dir()).rglob("*.yaml")):
+    folders = [folder] if folder is not None else [Path(f) for f in plugin_task_dirs()]
+    for path in sorted({p for f in folders for p in f.rglob("*.yaml")}):
         config = yaml.load(path.read_text(encoding="utf-8"), Loader=_IgnoreTags) or {}
         if isinstance(config.get("group"), str) and isinstance(config.get("task"), list):
             members = tuple(t for t in config["task"] if isinstance(t, str))

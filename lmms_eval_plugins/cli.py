@@ -16,6 +16,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "export-upstream": ("lmms_eval_plugins.export", "write a self-contained lmms_eval/tasks/<name>/ folder for upstreaming"),
     "check-model": ("lmms_eval_plugins.check_model", "run every *_sample task with a model and report what breaks"),
     "compare": ("lmms_eval_plugins.compare", "paired differences B - A with 95% CIs and p-values for two runs' headline metrics"),
+    "new-benchmark": ("lmms_eval_plugins.scaffold", "write a pip-installable package for a new benchmark (spec, task YAMLs, sample data, tests)"),
     "sync-yaml": ("lmms_eval_plugins.yaml_sync", "write (or --check) each task YAML's metric_list from its benchmark's spec"),
     "sample-data": ("lmms_eval_plugins.sample_data", "regenerate the bundled sample data of installed benchmarks"),
     "score": ("lmms_eval_plugins.score", "finish or re-score a stored run without the model (judges only unscored samples)"),

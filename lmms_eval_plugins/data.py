@@ -23,7 +23,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
-from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
 
 from lmms_eval_plugins.errors import DataError, MediaError
 
@@ -148,6 +148,17 @@ def find_with_extensions(root: Path, stem: str, extensions: Sequence[str], *, re
     return None
 
 
+def require_unique(records: Sequence[Mapping[str, Any]], field: str, *, path: Path, where: Callable[[int], str]) -> None:
+    """A ``DataError`` naming the first id used twice, both places (``where(index)``: "line 3") and the file."""
+    first: dict[Any, int] = {}
+    for index, record in enumerate(records):
+        key = record.get(field)
+        if key in first:
+            raise DataError(f"{field} {key!r} is used twice ({where(first[key])} and {where(index)})", record=str(key),
+                            path=str(path), fix=f"give every record its own {field}")
+        first[key] = index
+
+
 def skip_missing_media() -> bool:
     return os.environ.get(SKIP_MISSING_MEDIA_ENV, "") not in ("", "0", "false", "False")
 
@@ -245,6 +256,9 @@ def read_json(path: Path) -> Any:
             return json.load(handle)
     except FileNotFoundError as exc:
         raise DataError("file not found", path=str(path), fix="check the data folder layout") from exc
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset {exc.start}", path=str(path),
+                        fix="re-save the file as UTF-8 (JSON files must be UTF-8)") from exc
     except (OSError, json.JSONDecodeError) as exc:
         raise DataError(f"invalid JSON: {exc}", path=str(path), fix="fix the JSON syntax") from exc
 

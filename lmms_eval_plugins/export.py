@@ -9,6 +9,9 @@ generated from the same sources as the installed task, never edited by hand:
    A sub-package that is needed at all (``judges``) is copied whole, data files included, because it
    loads its own modules lazily. The top-level ``__init__.py`` is generated: it holds only the
    version (the real one points at the installed task folder, which has no meaning here);
+   A benchmark from another installed package (its task folder lies inside that package) brings
+   the modules of that package the task folder reaches, copied to ``_vendor/<vendored name>__<its
+   package>/`` and renamed in every import the same way, so an installed copy can never shadow them;
 3. every reference to ``lmms_eval_plugins`` that Python resolves as a module is rewritten to the
    vendored name: import statements, and string arguments of ``import_module``, ``find_spec`` and
    ``importlib.resources.files``. Other strings (environment variable names, the judges' entry-point
@@ -178,6 +181,24 @@ class Plan:
     packages: dict[str, ModuleFile] = field(default_factory=dict)  # sub-packages vendored whole
     why: dict[str, str] = field(default_factory=dict)  # module -> "needed by X (line N)"
     third_party: set[str] = field(default_factory=set)
+    # the benchmark's own package when it is not ours (a third-party benchmark whose task folder lies
+    # inside it): vendored module by module under its own, already unique, name
+    own: dict[str, ModuleFile] = field(default_factory=dict)
+
+    @property
+    def renames(self) -> dict[str, str]:
+        """The own package's top-level name -> its vendored name (unique per export)."""
+        return {top: f"{self.vendor_name}__{top}" for top in {n.split(".")[0] for n in self.own}}
+
+
+def _holds(top: str, folder: Path) -> bool:
+    """True when top-level package ``top`` contains ``folder``: the benchmark's own package."""
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return False
+    roots = [Path(p).resolve() for p in (spec.submodule_search_locations or [])] if spec else []
+    return any(root == folder or root in folder.parents for root in roots)
 
 
 def _package_files(package: ModuleFile) -> list[Path]:
@@ -211,7 +232,16 @@ def plan_export(task_folder: str | Path) -> Plan:
         for name, line in imported_names(tree, package=package):
             top = name.split(".")[0]
             if top != ROOT:
-                if top and top not in stdlib and top != "__future__":
+                if top and top not in stdlib and top != "__future__" and _holds(top, plan.task_folder):
+                    parts = name.split(".")
+                    for depth in range(1, len(parts) + 1):  # the module and each package above it
+                        dotted = ".".join(parts[:depth])
+                        found = _spec_file(dotted)
+                        if found is not None and dotted not in plan.own:
+                            plan.own[dotted] = found
+                            plan.why[dotted] = f"{label} (line {line})"
+                            queue.append((found.path, _package_of(found), dotted))
+                elif top and top not in stdlib and top != "__future__":
                     plan.third_party.add(top)
                 continue
             if name == ROOT:
@@ -265,55 +295,67 @@ def _line_offsets(data: bytes) -> list[int]:
     return offsets
 
 
-_ROOT_WORD = re.compile(rb"\b" + ROOT.encode() + rb"\b")
-
-
-def rewrite_source(source: str, new_root: str, *, filename: str = "<source>") -> tuple[str, int]:
-    """Rename ``lmms_eval_plugins`` to ``new_root`` wherever Python resolves it as a module.
+def rewrite_source(source: str, new_root: str, *, filename: str = "<source>",
+                   renames: dict[str, str] | None = None) -> tuple[str, int]:
+    """Rename ``lmms_eval_plugins`` to ``new_root`` (and each top-level package in ``renames`` to its
+    new name) wherever Python resolves it as a module.
 
     Returns the new source and the number of statements changed. ``import lmms_eval_plugins.x``
     without ``as`` binds the name ``lmms_eval_plugins`` itself and is refused (use ``from ... import``).
     """
+    names = {ROOT: new_root, **(renames or {})}
+
+    def root_of(module: str) -> str | None:
+        top = module.split(".")[0]
+        return top if top in names else None
+
     data = source.encode("utf-8")  # ast column offsets are UTF-8 byte offsets
     tree = ast.parse(source, filename=filename)
     offsets = _line_offsets(data)
-    spans: list[tuple[int, int]] = []
+    spans: list[tuple[int, int, str]] = []
 
     def span(node: ast.AST) -> tuple[int, int]:
         return offsets[node.lineno - 1] + node.col_offset, offsets[node.end_lineno - 1] + node.end_col_offset  # type: ignore[attr-defined]
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            ours = [a for a in node.names if _is_ours(a.name)]
+            ours = [a for a in node.names if root_of(a.name)]
             for alias in ours:
                 if alias.asname is None:
+                    top = root_of(alias.name)
                     raise ExportError(
-                        f"{filename} line {node.lineno}: `import {alias.name}` binds the name {ROOT!r}, which the vendored "
-                        f"copy renames; write `from {alias.name.rpartition('.')[0] or ROOT} import {alias.name.rpartition('.')[2]}` "
+                        f"{filename} line {node.lineno}: `import {alias.name}` binds the name {top!r}, which the vendored "
+                        f"copy renames; write `from {alias.name.rpartition('.')[0] or top} import {alias.name.rpartition('.')[2]}` "
                         f"or `import {alias.name} as ...`")
-            if ours:
-                spans.append(span(node))
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and _is_ours(node.module):
+            for alias in ours:
+                spans.append((*span(node), root_of(alias.name)))  # type: ignore[arg-type]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and root_of(node.module):
+            top = root_of(node.module)
             start, end = span(node)
             # only the module after `from` (the imported names may legitimately contain the word)
-            match = re.compile(rb"from\s+(" + ROOT.encode() + rb")\b").search(data, start, end)
+            match = re.compile(rb"from\s+(" + re.escape(top.encode()) + rb")\b").search(data, start, end)  # type: ignore[union-attr]
             assert match is not None, (filename, node.lineno)
-            spans.append((match.start(1), match.end(1)))
+            spans.append((match.start(1), match.end(1), top))  # type: ignore[arg-type]
         elif isinstance(node, ast.Call) and _call_name(node) in MODULE_PATH_CALLS and node.args:
             arg = node.args[0]
-            if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and _is_ours(arg.value):
-                spans.append(span(arg))
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and root_of(arg.value):
+                spans.append((*span(arg), root_of(arg.value)))  # type: ignore[arg-type]
     out, last = bytearray(), 0
-    for start, end in sorted(set(spans)):
-        out += data[last:start] + _ROOT_WORD.sub(new_root.encode(), data[start:end])
+    for start, end, top in sorted(set(spans)):
+        if start < last:  # one `import a, b` statement holding two renamed roots: its span is already done
+            continue
+        segment = data[start:end]
+        for old, new in names.items():
+            segment = re.sub(rb"\b" + re.escape(old.encode()) + rb"\b", new.encode(), segment)
+        out += data[last:start] + segment
         last = end
     out += data[last:]
     text = out.decode("utf-8")
     # every module reference must now point at the vendored copy
-    leftovers = [f"line {line}: {name}" for name, line in imported_names(ast.parse(text), package="x.y") if _is_ours(name)]
+    leftovers = [f"line {line}: {name}" for name, line in imported_names(ast.parse(text), package="x.y") if root_of(name)]
     if leftovers:
         raise ExportError(f"{filename}: could not rewrite {', '.join(leftovers)}")
-    return text, len(spans)
+    return text, len({(s, e) for s, e, _ in spans})
 
 
 def bootstrap_block(new_root: str) -> str:
@@ -416,6 +458,9 @@ def _readme(plan: Plan, folder: Path, version: str, warnings: list[str]) -> str:
         "--output_path out/` (when this folder is not inside `lmms_eval/tasks/`, add `--include_path PARENT_FOLDER`).",
         "\nDocs carry an `oracle_response` field (the gold reply in the prompt's format), used by lmms-eval-plugins' "
         "`oracle` model; it is never shown to the model.",
+        "\nThe metrics are the package's, number for number. Their standard errors (`<metric>_stderr`) come from "
+        "lmms-eval-plugins' lmms-eval hook, so stock lmms-eval reports them as `N/A` here; "
+        "`lmms-eval-plugins compare` computes error bars and paired differences from this folder's logged samples.",
     ]
     if unshipped:
         parts.append(
@@ -460,7 +505,8 @@ def export_task(task_folder: str | Path, dest: str | Path, *, force: bool = Fals
             out = tmp / rel
             out.parent.mkdir(parents=True, exist_ok=True)
             if src.suffix == ".py":
-                text, changed = rewrite_source(src.read_text(encoding="utf-8"), plan.vendor_name, filename=str(rel))
+                text, changed = rewrite_source(src.read_text(encoding="utf-8"), plan.vendor_name, filename=str(rel),
+                                               renames=plan.renames)
                 out.write_text(add_bootstrap(text, plan.vendor_name) if changed else text, encoding="utf-8")
             else:
                 shutil.copy2(src, out)
@@ -478,10 +524,15 @@ def export_task(task_folder: str | Path, dest: str | Path, *, force: bool = Fals
         for name, package in plan.packages.items():
             sub = vroot / Path(*name.split(".")[1:])
             copies += [(f, sub / f.relative_to(package.path.parent)) for f in _package_files(package)]
+        for name, module in plan.own.items():  # beside ours in _vendor/, renamed like ours
+            top, _, rest = name.partition(".")
+            rel = tmp / VENDOR_DIR / plan.renames[top] / Path(*rest.split(".") if rest else ())
+            copies.append((module.path, rel / "__init__.py" if module.is_package else rel.with_suffix(".py")))
         for src, out in copies:
             out.parent.mkdir(parents=True, exist_ok=True)
             if src.suffix == ".py":
-                text, _ = rewrite_source(src.read_text(encoding="utf-8"), plan.vendor_name, filename=str(src))
+                text, _ = rewrite_source(src.read_text(encoding="utf-8"), plan.vendor_name, filename=str(src),
+                                         renames=plan.renames)
                 out.write_text(text, encoding="utf-8")
             else:
                 shutil.copy2(src, out)
@@ -496,7 +547,7 @@ def export_task(task_folder: str | Path, dest: str | Path, *, force: bool = Fals
             "benchmark": plan.benchmark,
             "source_folder": str(plan.task_folder),
             "vendored_package": plan.vendor_name,
-            "vendored_modules": {m: plan.why[m] for m in sorted([*plan.modules, *plan.packages])},
+            "vendored_modules": {m: plan.why[m] for m in sorted([*plan.modules, *plan.packages, *plan.own])},
             "third_party_imports": sorted(plan.third_party),
             "files": files,
         }

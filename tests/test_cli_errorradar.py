@@ -48,6 +48,9 @@ def test_random_baseline_is_seeded_and_matches_its_definition(tmp_path, isolated
     # (one round: every record is its own cluster)
     assert results["step_acc_stderr"] == pytest.approx(100 * stats.mean_stderr(right))
     assert results["step_parse_fail_stderr"] == "N/A"  # a count has none
+    # lmms-eval's own CLT standard error reads the items' score_key (a fraction), clustered by record
+    assert results["step_acc_stderr_clt"] == pytest.approx(stats.mean_stderr(right))
+    assert results["step_acc_stderr_clustered"] == pytest.approx(stats.mean_stderr(right))  # one round: one item per record
 
 
 def test_tiny_qwen_completes(tmp_path, isolated_env, tiny_qwen_args):

@@ -522,3 +522,16 @@ def test_strict_env_makes_score_the_official_exact_string_score(monkeypatch):
     assert doc["strict"] is True
     item = cv.score_response(doc, "Answer: B")  # robust reads it, the official exact-string check does not
     assert (item["robust"], item["strict"], item["score"]) == (1.0, 0.0, 0.0)
+
+
+def test_duplicate_question_ids_in_a_task_file_are_a_data_error(tmp_path, monkeypatch):
+    folder = _local_copy(tmp_path)
+    qa = folder / "QA" / "BU.json"
+    records = json.loads(qa.read_text(encoding="utf-8"))
+    records[1]["id"] = records[0]["id"]
+    qa.write_text(json.dumps(records), encoding="utf-8")
+    monkeypatch.setenv("LMMS_EVAL_PLUGINS_DATA_ROOT", str(tmp_path / "data"))
+    with pytest.raises(DataError) as info:
+        cv.load_docs({"benchmark": "crossvid", "source": "auto"}, "BU")
+    message = str(info.value)
+    assert f"id {str(records[0]['id'])!r} is used twice (record 0 and record 1)" in message and str(qa) in message

@@ -147,3 +147,15 @@ def test_within_widens_where_links_may_point_and_hub_store_finds_the_blobs(tmp_p
     assert safe_path(snapshot, "data/x.png", record="r", within=hub_store(snapshot)).read_bytes() == b"blob"
     _refused(snapshot, "data/evil.png", within=hub_store(snapshot))
     _refused(snapshot, "../../../secret", within=hub_store(snapshot))  # within never allows '..'
+
+
+def test_a_json_file_that_is_not_utf8_is_a_named_data_error(tmp_path):
+    from lmms_eval_plugins.data import read_json
+    from lmms_eval_plugins.errors import DataError
+
+    path = tmp_path / "qa.json"
+    path.write_bytes(b'[{"question": "caf\xe9"}]')  # Latin-1, as an old export might write it
+    with pytest.raises(DataError) as info:
+        read_json(path)
+    text = str(info.value)
+    assert "not UTF-8 text: byte 0xe9 at offset 18" in text and str(path) in text and "re-save the file as UTF-8" in text

@@ -212,3 +212,13 @@ def test_sample_data_covers_every_category():
     records = er.load_records(source)
     assert {r["gold_category"] for r in records} == set(er.CATEGORIES)
     assert any(r["question_type"] == "" for r in records)
+
+
+def test_duplicate_question_ids_are_a_data_error_naming_both_lines(tmp_path):
+    _write_csv(tmp_path / "errorradar", [_row(), _row()])  # two rows, one question_id
+    source = er.resolve_source("errorradar", "sample", sample_dir=tmp_path / "errorradar", hub_repo=None, local_layout="")
+    with pytest.raises(DataError) as info:
+        er.load_records(source)
+    message = str(info.value)
+    assert f"question_id {'a' * 32!r} is used twice (line 2 and line 3)" in message
+    assert "ErrorRadar_dataset.csv" in message and "give every record its own question_id" in message

@@ -35,6 +35,7 @@ from lmms_eval_plugins.data import (
     keep_records_with_media,
     read_json,
     require_fields,
+    require_unique,
     resolve_source,
     safe_path,
     source_spec,
@@ -568,11 +569,14 @@ def _source_root(source: DataSource, task: str) -> tuple[Path, list[dict[str, An
         root = hub_snapshot(source.hub_repo, [f"QA/{task}.json"])
         raw, path = read_qa(root, task)
         docs = [normalize_record(task, r, index=i, path=path) for i, r in enumerate(raw)]
+        require_unique(docs, "id", path=path, where=lambda i: f"record {i}")
         root = hub_snapshot(source.hub_repo, [f"QA/{task}.json", *hub_patterns(docs)])
         return root, docs
     assert source.root is not None
     raw, path = read_qa(source.root, task)
-    return source.root, [normalize_record(task, r, index=i, path=path) for i, r in enumerate(raw)]
+    docs = [normalize_record(task, r, index=i, path=path) for i, r in enumerate(raw)]
+    require_unique(docs, "id", path=path, where=lambda i: f"record {i}")
+    return source.root, docs
 
 
 def load_docs(spec: Mapping[str, Any], task: str) -> list[dict[str, Any]]:

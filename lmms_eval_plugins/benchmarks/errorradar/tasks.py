@@ -22,6 +22,7 @@ from lmms_eval_plugins.data import (
     keep_records_with_media,
     read_csv_records,
     require_fields,
+    require_unique,
     resolve_source,
     safe_path,
     source_spec,
@@ -209,6 +210,7 @@ def load_records(source: DataSource) -> list[dict[str, Any]]:
     records = [normalize_record(row, line=i + 2, path=csv_path) for i, row in enumerate(read_csv_records(csv_path))]
     if not records:
         raise DataError("the ErrorRadar CSV has no rows", path=str(csv_path), fix="check the file")
+    require_unique(records, "question_id", path=csv_path, where=lambda i: f"line {i + 2}")
     return _attach_hub_images(records) if source.kind == "hub" else _attach_local_images(records, source.root)
 
 
@@ -303,12 +305,19 @@ def _result_item(doc: Mapping[str, Any], gold: Any, pred: Any, error: str | None
 
 def score_step(doc: Mapping[str, Any], response: str) -> dict[str, Any]:
     parsed = parse_step(strip_reasoning(response or ""), label="Error Step", max_step=int(doc["n_steps"]))
-    return _result_item(doc, int(doc["gold_step"]), parsed.value, parsed.error)
+    return _with_score(_result_item(doc, int(doc["gold_step"]), parsed.value, parsed.error), "step_acc")
 
 
 def score_category(doc: Mapping[str, Any], response: str) -> dict[str, Any]:
     parsed = match_category(strip_reasoning(response or ""), CATEGORY_KEYWORDS, label="Error Category")
-    return _result_item(doc, doc["gold_category"], parsed.value, parsed.error)
+    return _with_score(_result_item(doc, doc["gold_category"], parsed.value, parsed.error), "cate_acc")
+
+
+def _with_score(item: dict[str, Any], headline: str) -> dict[str, Any]:
+    """The 0/1 score under ``score`` and the headline's name: what lmms-eval's own clustered standard
+    error (``score_key``, ``cluster_key`` in the YAML) and ``--baseline`` paired test read."""
+    item["score"] = item[headline] = float(item["correct"])
+    return item
 
 
 def process_results_step(doc, results):

@@ -20,7 +20,7 @@ EPD_TEMPLATE = (
     Metric("unscored", False, unit="count"),
 )
 ETC_TEMPLATE = (
-    Metric("accuracy", True, paper_name="Acc"),
+    Metric("accuracy", True, paper_name="Acc", item_score="correct"),
     Metric("parse_fail", False, unit="count"),
     Metric("accuracy_domain_macro", True, paper_name="domain macro Acc"),
     Metric("accuracy_by_domain", True, unit="dict"),

@@ -383,8 +383,10 @@ def score_etc(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
     """Per-sample item (also what the logs show): gold/pred label names, correctness, parse failure reason."""
     parsed = parse_type(response)
     pred = LABELS[parsed.value] if parsed.ok else None
-    return {**_common(doc), "gold": doc["label"], "pred": pred, "correct": pred == doc["label"],
-            "parse_error": parsed.error}
+    correct = pred == doc["label"]
+    # score/accuracy: the 0/1 score lmms-eval's own clustered standard error and --baseline read (score_key)
+    return {**_common(doc), "gold": doc["label"], "pred": pred, "correct": correct,
+            "parse_error": parsed.error, "score": float(correct), "accuracy": float(correct)}
 
 
 def score_epd_stage(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:

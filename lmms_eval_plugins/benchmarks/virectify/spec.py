@@ -14,11 +14,11 @@ REFLECT_TEMPLATE = (
     Metric("unscored", False, unit="count"),
 )
 TEMPLATE = (
-    Metric("acc_i", True, paper_name="Acc_i"),
-    Metric("iou", True, paper_name="IoU"),
+    Metric("acc_i", True, paper_name="Acc_i", item_score="acc_i"),
+    Metric("iou", True, paper_name="IoU", item_score="iou"),
     Metric("acc_r", True, paper_name="Acc_r"),
-    Metric("graph_jaccard", True),
-    Metric("format_rate", True),
+    Metric("graph_jaccard", True, item_score="graph_jaccard"),
+    Metric("format_rate", True, item_score="format_ok"),
     Metric("acc_r_judge_errors", False, unit="count"),
     Metric("parse_fail", False, unit="count"),
     Metric("by_domain", True, unit="dict"),

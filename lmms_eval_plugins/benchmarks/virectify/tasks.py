@@ -830,6 +830,7 @@ def score_response(doc: Mapping[str, Any], text: Any) -> tuple[dict[str, Any], d
         "format_ok": not any(part in missing for part in PARTS),
         "missing": missing,
     }
+    item["score"] = item["acc_i"]  # what lmms-eval's own standard error and --baseline read (score_key)
     shown = {
         "labels": None if parsed["labels"] is None else {f"step{k}": v for k, v in sorted(parsed["labels"].items())},
         "edges": None if parsed["edges"] is None else [f"step{s}->step{t}" for s, t in sorted(parsed["edges"])],
