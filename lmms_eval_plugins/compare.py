@@ -34,17 +34,11 @@ JSON_KEYS = ("task", "metric", "a", "b", "diff", "ci_low", "ci_high", "p_value",
 
 
 @dataclass(frozen=True)
-class Row:
-    task: str
-    metric: str
-    a: float | None
-    b: float | None
-    diff: float | None
-    ci_low: float | None
-    ci_high: float | None
-    p_value: float | None
-    n: int
-    method: str
+class Row(stats.Paired):
+    """One task and metric: the paired difference with where it comes from."""
+
+    task: str = ""
+    metric: str = ""
 
 
 def _item(sample: Mapping[str, Any], metric: str, siblings: Sequence[str] = ()) -> Any:
@@ -147,8 +141,7 @@ def compare_runs(a: Run, b: Run, *, iterations: int | None = None, notes: list[s
             except Exception as exc:  # one metric's failure must not hide the others
                 notes.append(f"{task} {name}: not compared: {type(exc).__name__}: {exc}")
                 continue
-            rows.append(Row(task, name, result.a, result.b, result.diff, result.ci_low, result.ci_high, result.p_value,
-                            result.n, result.method))
+            rows.append(Row(**asdict(result), task=task, metric=name))
     return rows
 
 
@@ -185,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = compare_runs(a, b, iterations=args.iterations, notes=notes)
     if args.json:
-        print(json.dumps([{k: v for k, v in asdict(r).items() if k in JSON_KEYS} for r in rows], indent=2))
+        print(json.dumps([{k: getattr(r, k) for k in JSON_KEYS} for r in rows], indent=2))
     else:
         print(render(rows, a.label, b.label))
     for note in notes:
