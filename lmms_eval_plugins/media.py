@@ -2,6 +2,8 @@
 
 Frames leave this module as RGB PIL images, ready for lmms-eval's chat content
 (`{"type": "video", "url": [PIL, ...]}`), so every model class sees exactly the frames we chose.
+`sample_video`, `sample_frame_folder` and `video_info` go through the persistent frame cache
+(`lmms_eval_plugins.frame_cache`): a hit returns bit-identical frames without decoding.
 """
 
 from __future__ import annotations
@@ -10,15 +12,17 @@ import math
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+import numpy as np
 from PIL import Image, ImageFile
 
+from lmms_eval_plugins import frame_cache
 from lmms_eval_plugins.data import safe_path
 from lmms_eval_plugins.errors import MediaError
 
@@ -235,9 +239,22 @@ def video_info(path: str | Path, record_id: str | None = None) -> VideoInfo:
 @lru_cache(maxsize=512)
 def _probe(path: str, mtime_ns: int, size: int) -> VideoInfo:
     # mtime and size are part of the key so an edited file is probed again; no reader outlives the call.
+    cache = frame_cache.get_cache()
+    key = frame_cache.sampling_key("probe", [[path, size, mtime_ns]], {}) if cache is not None else ""
+    known = cache.get_info(key) if cache is not None else None
+    if known is not None:
+        try:
+            n, fps, width, height = int(known["num_frames"]), float(known["fps"]), int(known["width"]), int(known["height"])
+            if n > 0 and fps > 0:
+                return VideoInfo(n, fps, n / fps, width, height)
+        except (KeyError, TypeError, ValueError):
+            pass  # a bad row: probe again and overwrite it
     reader, fps = _open(Path(path), None)
     width, height = _decode(reader, [0], Path(path), None)[0].size  # decord tells the size only by decoding
-    return VideoInfo(len(reader), fps, len(reader) / fps, width, height)
+    info = VideoInfo(len(reader), fps, len(reader) / fps, width, height)
+    if cache is not None:
+        cache.put_info(key, {"num_frames": info.num_frames, "fps": fps, "width": width, "height": height})
+    return info
 
 
 def _open(path: Path, record_id: str | None, width: int = -1, height: int = -1) -> tuple[VideoReader, float]:
@@ -328,6 +345,21 @@ def sample_video(
     if interval is not None and intervals is not None:
         raise ValueError("pass either interval or intervals, not both")
     p = _existing(path, "video", record_id)
+    spans = [interval] if interval is not None else intervals
+
+    def decode() -> SampledFrames:
+        return _sample_video(p, num_frames, spans, max_long_side, record_id)
+
+    try:
+        params = {"num_frames": int(num_frames), "max_long_side": max_long_side,
+                  "intervals": None if spans is None else [[float(start), float(end)] for start, end in spans]}
+    except (TypeError, ValueError):
+        return decode()  # malformed arguments: the sampler's own error, not the cache's
+    return _through_cache("video", [p], params, str(p), decode)
+
+
+def _sample_video(p: Path, num_frames: int, spans: Sequence[Interval] | None, max_long_side: int | None,
+                  record_id: str | None) -> SampledFrames:
     source = size = None
     if max_long_side is not None:
         info = video_info(p, record_id)
@@ -335,7 +367,7 @@ def sample_video(
         size = fit_size(*source, max_long_side)
     scaled = size is not None and size != source
     reader, fps = _open(p, record_id, *(size if scaled else (-1, -1)))
-    indices = frame_plan(len(reader), fps, num_frames, [interval] if interval is not None else intervals)
+    indices = frame_plan(len(reader), fps, num_frames, spans)
     try:
         frames = _decode(reader, indices, p, record_id)
     except MediaError:
@@ -434,16 +466,75 @@ def sample_frame_folder(
     """
     files = frame_files(folder, record_id, root=root)
     positions = uniform_indices(len(files), num_frames)
-    loaded = [_load_image(files[i][1], record_id, max_long_side) for i in positions]
-    return SampledFrames(
-        frames=[image for image, _ in loaded],
-        timestamps=[i / fps for i in positions],
-        indices=positions,
-        path=str(Path(folder).expanduser()),
-        fps=fps,
-        frame_numbers=[files[i][0] for i in positions],
-        source_size=loaded[0][1] if loaded else None,
-    )
+    shown = str(Path(folder).expanduser())
+
+    def load() -> SampledFrames:
+        loaded = [_load_image(files[i][1], record_id, max_long_side) for i in positions]
+        return SampledFrames(
+            frames=[image for image, _ in loaded],
+            timestamps=[i / fps for i in positions],
+            indices=positions,
+            path=shown,
+            fps=fps,
+            frame_numbers=[files[i][0] for i in positions],
+            source_size=loaded[0][1] if loaded else None,
+        )
+
+    # The chosen files are the key's sources: editing, adding or removing one changes the key.
+    params = {"num_frames": int(num_frames), "fps": float(fps), "max_long_side": max_long_side, "positions": positions,
+              "numbers": [files[i][0] for i in positions], "n_files": len(files)}
+    return _through_cache("folder", [files[i][1] for i in positions], params, shown, load)
+
+
+def _through_cache(kind: str, sources: Sequence[Path], params: dict, shown_path: str,
+                   decode: Callable[[], SampledFrames]) -> SampledFrames:
+    """``decode()``, or the same frames from the frame cache; a fresh result is stored for next time.
+
+    Only RGB results are stored (every sampler returns RGB): ``Image.fromarray`` of the stored uint8
+    arrays then gives back the very same pixels. The sources are checked again after decoding, so a
+    file that changed meanwhile is not stored under its old identity.
+    """
+    cache = frame_cache.get_cache()
+    if cache is None:
+        return decode()
+    try:
+        identities = [frame_cache.identity(p) for p in sources]
+    except OSError:
+        return decode()  # let the sampler report the missing file
+    key = frame_cache.sampling_key(kind, identities, params)
+    entry = cache.get(key)
+    if entry is not None:
+        restored = _restore(entry, shown_path)
+        if restored is not None:
+            return restored
+    sampled = decode()
+    if sampled.frames and all(f.mode == "RGB" for f in sampled.frames):
+        try:
+            unchanged = [frame_cache.identity(p) for p in sources] == identities
+        except OSError:
+            unchanged = False
+        if unchanged:
+            cache.put(key, [np.asarray(f) for f in sampled.frames], {
+                "timestamps": sampled.timestamps, "indices": sampled.indices, "fps": sampled.fps,
+                "frame_numbers": sampled.frame_numbers,
+                "source_size": list(sampled.source_size) if sampled.source_size else None})
+    return sampled
+
+
+def _restore(entry: frame_cache.CachedFrames, shown_path: str) -> SampledFrames | None:
+    meta = entry.meta
+    try:
+        frames = [Image.fromarray(a) for a in entry.frames]  # copies: the images own their pixels
+        size = meta["source_size"]
+        sampled = SampledFrames(frames=frames, timestamps=[float(t) for t in meta["timestamps"]],
+                                indices=[int(i) for i in meta["indices"]], path=shown_path, fps=float(meta["fps"]),
+                                frame_numbers=[int(n) for n in meta["frame_numbers"]],
+                                source_size=(int(size[0]), int(size[1])) if size else None)
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None  # an entry from a foreign writer: decode instead
+    if any(f.mode != "RGB" for f in frames) or not len(frames) == len(sampled.indices) == len(sampled.timestamps):
+        return None
+    return sampled
 
 
 # ---------------------------------------------------------------------------------------------

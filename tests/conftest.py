@@ -10,6 +10,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_frame_cache(tmp_path_factory):
+    """CLI runs (subprocesses inherit the environment) share one frame cache of the session, never the user's."""
+    previous = os.environ.get("LMMS_EVAL_PLUGINS_FRAME_CACHE")
+    os.environ["LMMS_EVAL_PLUGINS_FRAME_CACHE"] = str(tmp_path_factory.mktemp("frame-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("LMMS_EVAL_PLUGINS_FRAME_CACHE", None)
+    else:
+        os.environ["LMMS_EVAL_PLUGINS_FRAME_CACHE"] = previous
+
+
 @pytest.fixture(scope="session")
 def tiny_qwen_dir(tmp_path_factory) -> Path:
     from lmms_eval_plugins.testing.tiny_qwen import build_tiny_qwen2_5_vl

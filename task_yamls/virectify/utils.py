@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from lmms_eval_plugins.benchmarks.virectify import tasks as _tasks
+from lmms_eval_plugins.prefetch import prefetched
 from lmms_eval_plugins.benchmarks.virectify.tasks import (  # noqa: F401  (named by the task YAMLs)
     JudgeFilter,
     agg_acc_i,
@@ -19,9 +20,9 @@ from lmms_eval_plugins.benchmarks.virectify.tasks import (  # noqa: F401  (named
     agg_iou,
     agg_parse_fail,
     agg_unscored,
-    doc_to_messages,
+    doc_to_messages as _doc_to_messages,
     doc_to_text,
-    doc_to_visual,
+    doc_to_visual as _doc_to_visual,
     judge_item,
     process_docs,
     process_docs_reflect,
@@ -31,3 +32,7 @@ from lmms_eval_plugins.benchmarks.virectify.tasks import (  # noqa: F401  (named
 
 # The bundled sample data beside the YAMLs lmms-eval loaded (also right in an exported task folder).
 _tasks.SAMPLE_DIR = Path(__file__).resolve().parent / "sample_data"
+
+# Frames of the next requests are decoded while the model answers this one (docs/frame-cache.md).
+doc_to_messages = prefetched(_doc_to_messages)
+doc_to_visual = prefetched(_doc_to_visual)
