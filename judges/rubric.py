@@ -73,8 +73,23 @@ def _loads_strict(text: str) -> Any:
         raise ReplyParseError("the <score> block nests too deeply to be the verdict") from None
 
 
-def parse_rubric_reply(reply: str, n_points: int) -> tuple[list[int], list[int]]:
+def _first_score_block(reply: str) -> str | None:
+    r"""The official ``extract(response, "score")``, ``re.search(r"<score>\s*(.*?)\s*</score>", DOTALL)``
+    then ``strip()``, in linear time: the text between the first ``<score>`` and the first ``</score>``
+    after it (no later ``<score>`` can have a ``</score>`` after it when the first has none)."""
+    start = reply.find("<score>")
+    if start < 0:
+        return None
+    end = reply.find("</score>", start + len("<score>"))
+    return None if end < 0 else reply[start + len("<score>"):end].strip()
+
+
+def parse_rubric_reply(reply: str, n_points: int, *, first_block: bool = False) -> tuple[list[int], list[int]]:
     """(coverage, correctness) as 0/1 lists from the judge's one ``<score>`` block.
+
+    ``first_block=True`` reads the reply as the official scorer does: the first ``<score>...</score>``
+    (exact lowercase tags, ``<think>`` not removed, any later block ignored) parsed by ``json.loads``
+    (extra keys ignored); the lists are then checked as below.
 
     After the judge's ``<think>`` blocks are removed, the reply must hold exactly one
     ``<score>...</score>`` block (text around it is allowed; a second block, even one spelled
@@ -88,6 +103,19 @@ def parse_rubric_reply(reply: str, n_points: int) -> tuple[list[int], list[int]]
     ``<think>`` blocks, every reply accepted here gives the same lists there.  Two blocks are refused
     here where the official scorer would take the first.
     """
+    if first_block:
+        block = _first_score_block(reply or "")
+        if block is None:
+            raise ReplyParseError("no <score>...</score> block in the reply")
+        try:
+            data = json.loads(block)
+        except json.JSONDecodeError as exc:
+            raise ReplyParseError(f"the first <score> block is not JSON ({exc.msg} at character {exc.pos})") from None
+        except RecursionError:
+            raise ReplyParseError("the <score> block nests too deeply to be the verdict") from None
+        if not isinstance(data, dict) or any(k not in data for k in _RUBRIC_KEYS):
+            raise ReplyParseError('the <score> block must be a JSON object with the keys "coverage" and "correctness"')
+        return _rubric_lists(data, n_points)
     text = strip_think(reply)
     opens, closes = list(_SCORE_OPEN.finditer(text)), list(_SCORE_CLOSE.finditer(text))
     if not opens and not closes:
@@ -106,6 +134,10 @@ def parse_rubric_reply(reply: str, n_points: int) -> tuple[list[int], list[int]]
         raise ReplyParseError(
             f'the <score> block must be a JSON object with exactly the keys "coverage" and "correctness", got {got}'
         )
+    return _rubric_lists(data, n_points)
+
+
+def _rubric_lists(data: dict[str, Any], n_points: int) -> tuple[list[int], list[int]]:
     coverage, correctness = data["coverage"], data["correctness"]
     if not isinstance(coverage, list) or not isinstance(correctness, list):
         raise ReplyParseError('"coverage" and "correctness" must be lists')
@@ -170,7 +202,9 @@ class RubricJudge(LLMJudge):
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
 
     def parse_reply(self, reply: str, item: JudgeItem) -> Verdict:
-        coverage, correctness = parse_rubric_reply(reply, len(item.scoring_points or ()))
+        # extra {"score_block": "first"}: a task's strict mode reads the reply as the official scorer
+        coverage, correctness = parse_rubric_reply(reply, len(item.scoring_points or ()),
+                                                   first_block=(item.extra or {}).get("score_block") == "first")
         return rubric_verdict(coverage, correctness)
 
     def reask_message(self, item: JudgeItem, error: str) -> str:

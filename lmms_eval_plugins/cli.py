@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "new-benchmark": ("lmms_eval_plugins.scaffold", "write a pip-installable package for a new benchmark (spec, task YAMLs, sample data, tests)"),
     "sync-yaml": ("lmms_eval_plugins.yaml_sync", "write (or --check) each task YAML's metric_list from its benchmark's spec"),
     "sample-data": ("lmms_eval_plugins.sample_data", "regenerate the bundled sample data of installed benchmarks"),
+    "check-run": ("lmms_eval_plugins.run_status", "exit 0 when the newest run in an --output_path folder wrote results and scored every sample, else 1"),
     "score": ("lmms_eval_plugins.score", "finish or re-score a stored run without the model (judges only unscored samples)"),
 }
 

@@ -20,12 +20,14 @@ import os
 import shutil
 import tempfile
 import urllib.request
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
 
 from lmms_eval_plugins.errors import DataError, MediaError
+from lmms_eval_plugins.outcome import SKIPPED_FIELD
 
 DATA_ROOT_ENV = "LMMS_EVAL_PLUGINS_DATA_ROOT"
 SKIP_MISSING_MEDIA_ENV = "LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA"
@@ -163,49 +165,171 @@ def skip_missing_media() -> bool:
     return os.environ.get(SKIP_MISSING_MEDIA_ENV, "") not in ("", "0", "false", "False")
 
 
-# Records dropped because their media were missing, per benchmark (read back by aggregation, same process).
-SKIPPED: dict[str, int] = {}
+MISSING_MEDIA = "missing media"
+UNREADABLE_MEDIA = "unreadable media"
 
 
-def keep_records_with_media(benchmark: str, records: Iterable[Any],
-                            check: Callable[[Any], None]) -> list[Any]:
-    """Run ``check`` (raises MediaError) on each record; skip failures only when the user asked to."""
-    kept, skipped = [], 0
+class Kept(list):
+    """Records kept for a run, with ``skipped``: {reason: records left out}, for :func:`stamp_skipped`."""
+
+    skipped: dict[str, int]
+
+
+def media_skip_reason(error: MediaError) -> str:
+    return MISSING_MEDIA if error.path and not Path(error.path).exists() else UNREADABLE_MEDIA
+
+
+def keep_records_with_media(benchmark: str, records: Iterable[Any], check: Callable[[Any], None], *,
+                            skipped: Mapping[str, int] | None = None) -> Kept:
+    """Run ``check`` (raises MediaError) on each record; skip failures only when the user asked to.
+
+    ``skipped``: records the caller already left out, by reason; the result counts both.
+    """
+    kept, counts = Kept(), Counter({k: v for k, v in (skipped or {}).items() if v})
     for record in records:
         try:
             check(record)
-        except MediaError:
+        except MediaError as exc:
             if not skip_missing_media():
                 raise
-            skipped += 1
+            counts[media_skip_reason(exc)] += 1
             continue
         kept.append(record)
-    SKIPPED[benchmark] = skipped
+    kept.skipped = dict(sorted(counts.items()))
+    if counts:
+        from loguru import logger
+
+        logger.warning(f"[{benchmark}] left out {sum(counts.values())} record(s): "
+                       + ", ".join(f"{n} {reason}" for reason, n in kept.skipped.items())
+                       + " (reported as the 'skipped' and 'skipped_by_reason' metrics)")
     if not kept:
         raise DataError(f"no {benchmark} record has its media", fix="check the data folder layout")
     return kept
 
 
+def stamp_skipped(docs: Iterable[dict[str, Any]], records: Any) -> list[dict[str, Any]]:
+    """Every doc carries the run's skipped-records counts (``records``: a :class:`Kept`), read by aggregation."""
+    stamp = json.dumps(getattr(records, "skipped", {}) or {}, sort_keys=True)
+    out = []
+    for doc in docs:
+        doc[SKIPPED_FIELD] = stamp
+        out.append(doc)
+    return out
+
+
+# ------------------------------------------------------------------------------- the hub and downloads
+# Hub files go through huggingface_hub (its cache, HF_HUB_OFFLINE, HF_TOKEN, its own retries and resume);
+# other URLs (ErrorRadar's images) through fetch_url below. Failures of both become our named errors.
+
+DOWNLOAD_TIMEOUT_ENV = "LMMS_EVAL_PLUGINS_DOWNLOAD_TIMEOUT"
+DOWNLOAD_RETRIES_ENV = "LMMS_EVAL_PLUGINS_DOWNLOAD_RETRIES"
+DEFAULT_DOWNLOAD_TIMEOUT = 30.0  # seconds to connect, and between two reads, per attempt
+DEFAULT_DOWNLOAD_RETRIES = 3     # attempts after the first, on a timeout, a dropped connection or HTTP 408/429/5xx
+_RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+def _local_data_fix() -> str:
+    return (f"or download the data once and set {DATA_ROOT_ENV}=/path/to/data "
+            "(layout: see the task README, `lmms-eval-plugins info TASK`)")
+
+
+def _first_line(exc: BaseException, limit: int = 200) -> str:
+    text = (str(exc).strip().splitlines() or [""])[0]
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _hub_error(exc: Exception, repo_id: str, what: str, url: str | None) -> DataError:
+    """A failed hub download as a DataError: what failed (repo, file), why, and the fix.
+
+    Errors are told apart by class name, so every supported huggingface_hub version is covered.
+    """
+    from huggingface_hub import constants
+
+    chain, seen = [], exc
+    while seen is not None and len(chain) < 8:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    names = {cls.__name__ for error in chain for cls in type(error).__mro__}
+    response = next((r for r in (getattr(error, "response", None) for error in chain) if r is not None), None)
+    status = getattr(response, "status_code", None)
+    url = str(getattr(response, "url", "") or "") or url
+    page = f"{constants.ENDPOINT}/datasets/{repo_id}"
+    offline = getattr(constants, "is_offline_mode", lambda: constants.HF_HUB_OFFLINE)()
+    if "GatedRepoError" in names:
+        why = "no Hugging Face token was sent" if status == 401 else "the token sent has not been granted access"
+        return DataError(f"{what} of the hub dataset {repo_id} is gated: {why} (HTTP {status})", path=url,
+                         fix=f"accept the dataset's terms on {page} while logged in, then set HF_TOKEN to a token "
+                             f"of that account (or run `hf auth login`); {_local_data_fix()}")
+    if "RepositoryNotFoundError" in names:
+        return DataError(f"the hub dataset {repo_id} was not found (HTTP {status}): it does not exist, or it is "
+                         "private and no token with access was sent", path=url,
+                         fix=f"check the name on {page}; if it is private, set HF_TOKEN to a token with access; "
+                             f"{_local_data_fix()}")
+    if "RevisionNotFoundError" in names:
+        return DataError(f"the hub dataset {repo_id} has no such revision (HTTP {status})", path=url,
+                         fix=f"use its main branch; {_local_data_fix()}")
+    if "RemoteEntryNotFoundError" in names or ("EntryNotFoundError" in names and status == 404):
+        return DataError(f"{what} is not in the hub dataset {repo_id} (HTTP 404)", path=url,
+                         fix=f"the dataset's layout may have changed: compare {page}/tree/main with the layout in "
+                             f"the task README; {_local_data_fix()}")
+    if offline or "OfflineModeIsEnabled" in names:
+        return DataError(f"{what} of the hub dataset {repo_id} is not in the Hugging Face cache "
+                         f"({constants.HF_HUB_CACHE}), and HF_HUB_OFFLINE=1 forbids downloading it", path=url,
+                         fix="run once with network access (HF_HUB_OFFLINE unset) to fill the cache, or point "
+                             f"HF_HUB_CACHE (or HF_HOME) at the cache that holds it; {_local_data_fix()}")
+    root = chain[-1]  # the first failure (a refused connection, a timeout), not huggingface_hub's summary
+    reason = f"HTTP {status}" if status else f"{type(root).__name__}: {_first_line(root)}"
+    return DataError(f"could not download {what} from the hub dataset {repo_id} ({reason})", path=url,
+                     fix=f"check the network and the hub address ({constants.ENDPOINT}; HF_ENDPOINT changes it), "
+                         f"then run again: cached files are reused and downloads resume; {_local_data_fix()}")
+
+
 def hub_file(repo_id: str, filename: str) -> Path:
     """A file of a hub dataset, through the Hugging Face cache (works with HF_HUB_OFFLINE=1 once cached)."""
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import hf_hub_download, hf_hub_url
 
     try:
         return Path(hf_hub_download(repo_id=repo_id, filename=filename, repo_type="dataset"))
-    except Exception as exc:  # network, auth, offline without cache: say what to do
-        raise DataError(f"could not get {filename} from the hub dataset {repo_id}: {exc}",
-                        fix=f"check the network (or HF_TOKEN), or download it once and set {DATA_ROOT_ENV}") from exc
+    except Exception as exc:  # network, auth, missing file, offline without cache: say what to do
+        url = hf_hub_url(repo_id, filename, repo_type="dataset")
+        raise _hub_error(exc, repo_id, filename, url) from exc
+
+
+def _describe_patterns(patterns: Sequence[str]) -> str:
+    shown = ", ".join(patterns[:3])
+    return shown + (f" (and {len(patterns) - 3} more)" if len(patterns) > 3 else "")
+
+
+def _matches_any(folder: Path, patterns: Sequence[str]) -> bool:
+    """Whether ``folder`` holds a file matching one of ``patterns`` (``snapshot_download``'s matching)."""
+    from huggingface_hub.utils import filter_repo_objects
+
+    if any((folder / p).is_file() for p in patterns if not any(c in p for c in "*?[")):
+        return True  # the cheap answer: a literal file name is there
+    present = [Path(base, name).relative_to(folder).as_posix() for base, _, names in os.walk(folder) for name in names]
+    return any(True for _ in filter_repo_objects(present, allow_patterns=list(patterns)))
 
 
 def hub_snapshot(repo_id: str, allow_patterns: Sequence[str] | None = None) -> Path:
-    """A local copy of (part of) a hub dataset repository, through the Hugging Face cache."""
+    """A local copy of (part of) a hub dataset repository, through the Hugging Face cache.
+
+    Raises :class:`DataError` when the download fails or when no file of the repository matches
+    ``allow_patterns`` (the dataset's layout is not the one the task expects).
+    """
     from huggingface_hub import snapshot_download
 
+    patterns = list(allow_patterns or [])
+    what = f"the files matching {_describe_patterns(patterns)}" if patterns else "the files"
     try:
-        return Path(snapshot_download(repo_id=repo_id, repo_type="dataset", allow_patterns=list(allow_patterns or []) or None))
+        folder = Path(snapshot_download(repo_id=repo_id, repo_type="dataset", allow_patterns=patterns or None))
     except Exception as exc:
-        raise DataError(f"could not get the hub dataset {repo_id}: {exc}",
-                        fix=f"check the network (or HF_TOKEN), or download it once and set {DATA_ROOT_ENV}") from exc
+        raise _hub_error(exc, repo_id, what, None) from exc
+    if patterns and not _matches_any(folder, patterns):
+        raise DataError(f"the hub dataset {repo_id} has no file matching {_describe_patterns(patterns)}",
+                        path=str(folder),
+                        fix=f"the dataset's layout may have changed: compare it with the layout in the task "
+                            f"README; {_local_data_fix()}")
+    return folder
 
 
 def cache_dir(*parts: str) -> Path:
@@ -215,30 +339,142 @@ def cache_dir(*parts: str) -> Path:
     return path
 
 
-def fetch_url(url: str, dest: Path, *, record: str, timeout: float = 30.0) -> Path:
-    """Download ``url`` to ``dest`` once (atomic rename); later calls reuse the file."""
+def download_settings() -> tuple[float, int]:
+    """(timeout in seconds, retries) for :func:`fetch_url`, from the environment (see the names above)."""
+    def read(name: str, default: float, kind: type, minimum: float) -> float:
+        raw = os.environ.get(name, "").strip()
+        if not raw:
+            return default
+        try:
+            value = kind(raw)
+        except ValueError:
+            value = None
+        if value is None or not (minimum <= value < float("inf")):  # also refuses NaN and inf
+            raise DataError(f"{name}={raw!r} is not a valid setting",
+                            fix=f"set {name} to a {'whole ' if kind is int else ''}number of at least {minimum:g} "
+                                f"(default {default:g}), or unset it")
+        return value
+
+    return (float(read(DOWNLOAD_TIMEOUT_ENV, DEFAULT_DOWNLOAD_TIMEOUT, float, 0.001)),
+            int(read(DOWNLOAD_RETRIES_ENV, DEFAULT_DOWNLOAD_RETRIES, int, 0)))
+
+
+class _Transient(Exception):
+    """A download attempt that may succeed when repeated."""
+
+
+class _Refused(Exception):
+    """A download the server refused for good (HTTP 4xx other than 408/425/429)."""
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(f"HTTP {status} {reason}".strip() if status else reason)
+        self.status, self.reason = status, reason
+
+
+def _download_once(url: str, part: Path, timeout: float) -> None:
+    """One attempt: fill ``part`` with ``url``'s bytes, resuming from what ``part`` already holds."""
+    import http.client
+    from urllib.error import HTTPError, URLError
+
+    have = part.stat().st_size if part.is_file() else 0
+    headers = {"User-Agent": "lmms-eval-plugins", "Accept-Encoding": "identity"}
+    if have:
+        headers["Range"] = f"bytes={have}-"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as response:
+            content_range = response.headers.get("Content-Range", "")
+            resumed = bool(have) and response.status == 206 and content_range.startswith(f"bytes {have}-")
+            if response.status == 206 and not resumed:  # a part we did not ask for: start over
+                part.unlink(missing_ok=True)
+                raise _Transient(f"the server answered the range {content_range!r}, not bytes {have}-")
+            total: int | None = None
+            if "/" in content_range and content_range.rsplit("/", 1)[1].isdigit():
+                total = int(content_range.rsplit("/", 1)[1])
+            elif (length := response.headers.get("Content-Length", "")).isdigit():
+                total = int(length) + (have if resumed else 0)
+            with open(part, "ab" if resumed else "wb") as out:
+                shutil.copyfileobj(response, out)
+        size = part.stat().st_size
+        # http.client ends a body cut short by the server without an error: compare with the announced size
+        if total is not None and size != total:
+            raise _Transient(f"the connection closed after {size} of {total} bytes")
+    except HTTPError as exc:
+        if exc.code == 416 and have:  # what we hold no longer fits the file: start over
+            part.unlink(missing_ok=True)
+            raise _Transient("HTTP 416 on resume") from exc
+        if exc.code in _RETRY_STATUS:
+            raise _Transient(f"HTTP {exc.code} {exc.reason}") from exc
+        raise _Refused(exc.code, str(exc.reason or "")) from exc
+    except ValueError as exc:  # not a URL urllib can open
+        raise _Refused(0, str(exc)) from exc
+    except TimeoutError as exc:
+        raise _Transient(f"no answer within {timeout:g}s") from exc
+    except URLError as exc:
+        timed_out = isinstance(exc.reason, TimeoutError)
+        raise _Transient(f"no answer within {timeout:g}s" if timed_out else f"{exc.reason}") from exc
+    except (OSError, http.client.HTTPException) as exc:  # connection reset or refused, malformed answer
+        raise _Transient(f"{type(exc).__name__}: {exc}") from exc
+
+
+def fetch_url(url: str, dest: Path, *, record: str, timeout: float | None = None, retries: int | None = None) -> Path:
+    """Download ``url`` to ``dest`` once (atomic rename); later calls reuse the file.
+
+    ``timeout`` and ``retries`` default to :func:`download_settings`. A timeout, a dropped connection or
+    HTTP 408/425/429/5xx is retried after a short pause, resuming from the bytes already received where
+    the server honours ``Range``; another HTTP error (404, 401, 403...) fails at once. Failures are a
+    :class:`MediaError` naming the URL, the record, where the file was to go, and the fix.
+    """
+    import time
+
     if dest.is_file():
         return dest
+    if timeout is None or retries is None:
+        default_timeout, default_retries = download_settings()
+        timeout = default_timeout if timeout is None else timeout
+        retries = default_retries if retries is None else retries
+    skip = f"or set {SKIP_MISSING_MEDIA_ENV}=1 to leave such records out (they are counted as skipped)"
+    by_hand = f"put a copy of the file at {dest}, use a local copy of the data via {DATA_ROOT_ENV}, {skip}"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    os.close(handle)
+    part = Path(name)
+    problems: list[str] = []
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response, \
-                tempfile.NamedTemporaryFile(dir=dest.parent, delete=False) as tmp:
-            shutil.copyfileobj(response, tmp)
-        os.replace(tmp.name, dest)
-    except Exception as exc:
-        raise MediaError(f"could not download {url}: {exc}", record=record, path=str(dest),
-                         fix=f"put the file there by hand, or use a local copy of the data via {DATA_ROOT_ENV}") from exc
-    return dest
+        for attempt in range(retries + 1):
+            if attempt:
+                time.sleep(min(0.25 * 2 ** attempt, 4.0))
+            try:
+                _download_once(url, part, timeout)
+            except _Transient as exc:
+                problems.append(str(exc))
+                continue
+            except _Refused as exc:
+                what = {404: "not found: the file is gone from that address", 410: "gone",
+                        401: "the server asks for credentials", 403: "forbidden"}.get(exc.status, exc.reason)
+                raise MediaError(f"could not download {url}: HTTP {exc.status} ({what})" if exc.status else
+                                 f"could not download {url}: {exc.reason}", record=record, path=str(dest),
+                                 fix=by_hand) from exc
+            os.replace(part, dest)
+            return dest
+    finally:
+        part.unlink(missing_ok=True)
+    raise MediaError(f"could not download {url} in {retries + 1} attempt(s): {'; '.join(problems[-3:])}",
+                     record=record, path=str(dest),
+                     fix=f"check the network; for a slow server raise {DOWNLOAD_TIMEOUT_ENV} (now {timeout:g}s) "
+                         f"or {DOWNLOAD_RETRIES_ENV} (now {retries}); or {by_hand}")
 
 
 def fetch_all(jobs: Sequence[tuple[str, Path, str]], workers: int = 16) -> list[Path | MediaError]:
     """Download (url, dest, record) jobs concurrently; failures come back as MediaError values."""
+    timeout, retries = download_settings()  # a bad setting stops the run once, before any download
+
     def one(job: tuple[str, Path, str]) -> Path | MediaError:
         try:
-            return fetch_url(job[0], job[1], record=job[2])
+            return fetch_url(job[0], job[1], record=job[2], timeout=timeout, retries=retries)
         except MediaError as exc:
             return exc
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
         return list(pool.map(one, jobs))
 
 

@@ -1,50 +1,156 @@
 """``lmms-eval-plugins demo``: the README's main command.
 
-Builds the tiny randomly initialised Qwen2.5-VL (seconds, no network), runs the real ``lmms-eval`` CLI
-with the real ``qwen2_5_vl`` model class on the CPU over the bundled sample tasks, and prints the
-results table. Exits non-zero when a task has no results (lmms-eval itself exits 0 on failure).
+Runs the bundled sample tasks through the real ``lmms-eval`` CLI, in one process (a ``--config`` list),
+with three models: the tiny randomly initialised Qwen2.5-VL (the real ``qwen2_5_vl`` class and a
+real forward pass on the CPU), ``oracle`` (every answer right: each metric's maximum) and ``random``
+(the seeded chance baseline). It prints one table, headline metric per task, the three models side
+by side. The tiny model's weights are random, so its numbers sit near the random row, far below the
+oracle's: that is the expected result, and it shows that data, prompts, model, parsing and scoring
+work end to end. A few documents per task (``--limit``) and short replies (``TINY_MODEL_GEN_KWARGS``)
+keep it under a minute on a laptop CPU. Exits non-zero when a model has no results for a task
+(lmms-eval itself exits 0 on failure).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from lmms_eval_plugins.cli_run import run_lmms_eval
+from lmms_eval_plugins.cli_run import OFFLINE_ENV
 from lmms_eval_plugins.data import cache_dir
 from lmms_eval_plugins.task_list import sample_tasks
 
+# The tiny model's weights are random: it rarely stops by itself, so its replies are capped. The
+# README's tiny-model CLI line uses the same setting.
+TINY_MODEL_GEN_KWARGS = "max_new_tokens=16"
+DEFAULT_LIMIT = 2
+BASELINES = ("oracle", "random")
+ROW_NOTE = {"oracle": "every answer right: the maximum", "random": "seeded chance baseline"}
 
-# The tiny model's weights are random: it rarely stops by itself, so cap its replies.
-TINY_MODEL_GEN_KWARGS = "max_new_tokens=32"
+
+def headline(task: str, metrics: Mapping[str, Any]) -> tuple[str, Any]:
+    """(metric name, value) of the task's headline: the first percent metric of its spec present in ``metrics``."""
+    from lmms_eval_plugins.benchmark import benchmark_of_task
+
+    spec = benchmark_of_task(task)
+    names = [m.name for m in spec.task_metrics(task).values() if m.unit == "%"] if spec else []
+    values = {key.split(",")[0]: value for key, value in metrics.items() if "," in key and "_stderr" not in key}
+    for name in names:
+        if name in values:
+            return name, values[name]
+    return "", None
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "N/A"
+    if isinstance(value, (int, float)):
+        return f"{value:.1f}"
+    return str(value)
+
+
+def results_by_model(folder: Path) -> dict[str, dict[str, Any]]:
+    """lmms-eval model name -> the newest results JSON under ``folder`` written for it."""
+    out: dict[str, tuple[float, dict[str, Any]]] = {}
+    for path in folder.rglob("*_results.json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        model = str((data.get("config") or {}).get("model") or "")
+        mtime = path.stat().st_mtime
+        if model and (model not in out or out[model][0] < mtime):
+            out[model] = (mtime, data)
+    return {model: data for model, (_, data) in out.items()}
+
+
+def table(tasks: Sequence[str], runs: Mapping[str, Mapping[str, Any]], columns: Sequence[tuple[str, str]]) -> list[str]:
+    """Rows: leaf tasks; columns: (model name, heading). Missing results show as 'no result'."""
+    leaves: list[str] = []
+    for run in runs.values():
+        for task in (run.get("results") or {}):
+            groups = {g for g, members in (run.get("group_subtasks") or {}).items() if members}
+            if task not in groups and task not in leaves:
+                leaves.append(task)
+    leaves.sort()
+    header = ["task", "metric", *(heading for _, heading in columns)]
+    rows = []
+    for task in leaves:
+        name = ""
+        cells = []
+        for model, _ in columns:
+            metrics = (runs.get(model, {}).get("results") or {}).get(task)
+            if metrics is None:
+                cells.append("no result")
+                continue
+            metric, value = headline(task, metrics)
+            name = name or metric
+            cells.append(_fmt(value))
+        rows.append([task, name or "-", *cells])
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    line = lambda r: "  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+    return [line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
 
 
 def main(argv: list[str]) -> int:
     from lmms_eval_plugins.tiny_qwen import build_tiny_qwen2_5_vl, lmms_eval_model_args
 
-    parser = argparse.ArgumentParser(prog="lmms-eval-plugins demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="lmms-eval-plugins demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", default=",".join(sample_tasks()), help="comma-separated tasks (default: every *_sample task or group)")
+    parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help=f"documents per task (default {DEFAULT_LIMIT}; 0: all)")
     parser.add_argument("--model", default="qwen2_5_vl", help="lmms-eval model name (default: the tiny Qwen2.5-VL)")
     parser.add_argument("--model_args", default=None, help="default: the tiny Qwen2.5-VL built on the fly")
+    parser.add_argument("--no-baselines", action="store_true", help="run only --model, without the oracle and random rows")
     parser.add_argument("--output_path", default="out/demo")
     args = parser.parse_args(argv)
 
-    model_args, extra_args = args.model_args, []
+    started = time.monotonic()
+    model_args, gen_kwargs = args.model_args, None
     if model_args is None and args.model == "qwen2_5_vl":
-        model_dir = build_tiny_qwen2_5_vl(cache_dir("tiny-qwen2_5_vl"))
-        model_args = lmms_eval_model_args(model_dir)
-        extra_args = ["--gen_kwargs", TINY_MODEL_GEN_KWARGS]
-    tasks = [t for t in args.tasks.split(",") if t]
+        model_args = lmms_eval_model_args(build_tiny_qwen2_5_vl(cache_dir("tiny-qwen2_5_vl")))
+        gen_kwargs = TINY_MODEL_GEN_KWARGS
+    output = Path(args.output_path).resolve()
+    output.mkdir(parents=True, exist_ok=True)
+    common: dict[str, Any] = {"tasks": args.tasks, "output_path": str(output), "batch_size": 1}
+    if args.limit:
+        common["limit"] = args.limit
+    configs = [{**common, "model": args.model, **({"model_args": model_args} if model_args else {}),
+                **({"gen_kwargs": gen_kwargs} if gen_kwargs else {})}]
+    if not args.no_baselines:
+        configs += [{**common, "model": "oracle"}, {**common, "model": "random", "model_args": "seed=0"}]
+    config_path = output / "demo_config.json"  # JSON is YAML: lmms-eval's --config reads it
+    config_path.write_text(json.dumps(configs, indent=2), encoding="utf-8")
+    log_path = output / "demo.log"
+    models = [c["model"] for c in configs]
+    print(f"lmms-eval-plugins demo: {', '.join(models)} on {args.tasks} "
+          f"({'all documents' if not args.limit else f'{args.limit} documents per task'}), in one lmms-eval process; "
+          f"log: {log_path}", flush=True)
     # The offline judges keep the demo free of API keys.
-    run = run_lmms_eval(tasks=tasks, model=args.model, model_args=model_args, output_dir=Path(args.output_path),
-                        env={"LMMS_EVAL_PLUGINS_JUDGE": "offline"}, extra_args=extra_args, stream=True)
-    if run.results_path is None:
-        print("lmms-eval wrote no results; see its log above", file=sys.stderr)
-        return 1
-    missing = [t for t in tasks if t not in run.results.get("results", {}) and t not in run.results.get("groups", {})]
-    print(f"\nresults: {run.results_path}")
-    if missing:
-        print(f"no results for: {', '.join(missing)}", file=sys.stderr)
+    env = {**os.environ, **OFFLINE_ENV, "LMMS_EVAL_PLUGINS_JUDGE": "offline"}
+    with log_path.open("w", encoding="utf-8") as log:
+        done = subprocess.run([sys.executable, "-m", "lmms_eval", "--config", str(config_path)], env=env, cwd=output,
+                              stdout=log, stderr=subprocess.STDOUT, check=False)
+    runs = results_by_model(output)
+    columns = [(args.model, "this model" if args.model_args else "tiny Qwen2.5-VL"), *((m, m) for m in models[1:])]
+    lines = table([t for t in args.tasks.split(",") if t], runs, columns)
+    print("\n".join(lines))
+    missing = [m for m in models if m not in runs]
+    print(f"\n{time.monotonic() - started:.0f} s. Percent, headline metric per task. oracle: {ROW_NOTE['oracle']}; "
+          f"random: {ROW_NOTE['random']}." if not args.no_baselines else "")
+    if args.model_args is None and args.model == "qwen2_5_vl":
+        print("The tiny Qwen2.5-VL has random weights: its replies are noise, so it scores near the random row "
+              "(often lower: noise is mostly unparseable, and unparseable counts as wrong). Real weights: see the README.")
+    print(f"Results under {output}; the full lmms-eval log is {log_path}.")
+    if missing or any(line.count("no result") for line in lines):
+        tail = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
+        print("\n".join(["", f"no results for: {', '.join(missing) or 'some tasks'} (exit status {done.returncode}); "
+                             "the log ends with:", *tail]), file=sys.stderr)
         return 1
     return 0

@@ -177,8 +177,16 @@ def install_table_hook() -> bool:
     return True
 
 
+def _print_last(block: str) -> None:
+    import sys
+
+    sys.stderr.flush()
+    print(block, flush=True)
+
+
 def install_predict_only_hook() -> bool:
-    """Under ``--predict_only`` our judge filters make no calls (``lmms-eval-plugins score`` judges later).
+    """Under ``--predict_only`` our judge filters make no calls (``lmms-eval-plugins score`` judges later);
+    a plugin error that stops the evaluation ends the output with a short block (``run_status``).
 
     lmms-eval keeps filters in that mode but builds them inside ``simple_evaluate``, which is the
     first place that knows the flag; we note it there for the judge runtime.
@@ -191,10 +199,26 @@ def install_predict_only_hook() -> bool:
 
     @functools.wraps(original)
     def simple_evaluate(*args, **kwargs):
-        from lmms_eval_plugins.judges.runtime import set_judging_deferred
+        import sys
+
+        from lmms_eval_plugins import run_status
+        from lmms_eval_plugins.judges.runtime import lmms_eval_output_path, set_judging_deferred
 
         set_judging_deferred(bool(kwargs.get("predict_only")))
-        return original(*args, **kwargs)
+        output_path = lmms_eval_output_path(sys.argv)
+        try:
+            result = original(*args, **kwargs)
+        except Exception as exc:
+            error = run_status.plugin_error_in(exc)
+            if error is None:
+                raise
+            run_status.record_failure(output_path, error)
+            block = run_status.stopped_block(error, output_path)
+            atexit.register(_print_last, block)
+            # lmms-eval prints the traceback of what reaches it: ours alone, not tenacity's RetryError chain
+            raise error.with_traceback(None) from None
+        run_status.clear_failure(output_path)
+        return result
 
     setattr(simple_evaluate, _PATCH_MARK, True)
     evaluator.simple_evaluate = simple_evaluate
@@ -205,7 +229,8 @@ RESULTS_KEY = "lmms_eval_plugins_judges"
 
 
 def install_results_hook() -> bool:
-    """Keep each run's judge accounting with its results: in the results JSON (``lmms_eval_plugins_judges``)
+    """Keep the software versions (``lmms_eval_plugins_versions``) and each run's judge accounting with its
+    results: in the results JSON (``lmms_eval_plugins_judges``)
     and as ``judge_report_<run date>.json`` beside it (the live ``judge_report.json`` is overwritten by
     the next run)."""
     from lmms_eval.loggers.evaluation_tracker import EvaluationTracker
@@ -216,8 +241,11 @@ def install_results_hook() -> bool:
 
     @functools.wraps(original)
     def save_results_aggregated(self, results=None, samples=None, datetime_str=None, *args, **kwargs):
+        from lmms_eval_plugins import provenance
         from lmms_eval_plugins.judges.runtime import accounting_reports
 
+        if isinstance(results, dict):
+            results[provenance.RESULTS_KEY] = provenance.software_versions()
         reports = accounting_reports()
         if reports and isinstance(results, dict):
             results[RESULTS_KEY] = reports

@@ -8,6 +8,7 @@ Frames leave this module as RGB PIL images, ready for lmms-eval's chat content
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import re
@@ -152,9 +153,64 @@ def split_budget(total: int, lengths: Sequence[float], mode: Literal["equal", "p
     return parts
 
 
-def frame_plan(total_frames: int, fps: float, num_frames: int, intervals: Sequence[Interval] | None) -> list[int]:
+IndexRule = Literal["centre", "linspace"]
+INDEX_RULES: tuple[str, ...] = ("centre", "linspace")
+
+
+def linspace_indices(total_frames: int, k: int) -> list[int]:
+    """K frame indices over frames 0..n-1 as ``np.linspace(0, n - 1, k)`` cast to int (floored).
+
+    The first and last frame are always taken. When n < k the budget drops to n (every frame once);
+    indices that coincide are kept once. numpy's own linspace is used, so the float steps (and the
+    floor of a value landing just under an integer) are exactly those of code that calls it.
+    """
+    if k <= 0 or total_frames <= 0:
+        return []
+    k = min(k, total_frames)
+    return sorted({int(x) for x in np.floor(np.linspace(0, total_frames - 1, num=k))})
+
+
+def linspace_interval_indices(total_frames: int, fps: float, intervals: Sequence[Interval], k: int) -> list[int]:
+    """K frame indices over one group of intervals (seconds) by a linspace in time.
+
+    The valid pieces (start < end; others are ignored) are laid end to end in "virtual" time; k
+    times ``np.linspace(0, total length, k)`` (one frame: time 0) are mapped back to each piece's own
+    time, clamped to the video, and to frame ``int(t * fps)``. Frames outside the video are dropped,
+    and the result is sorted with repeats removed (so it may hold fewer than k frames).
+    """
+    if k <= 0 or total_frames <= 0 or fps <= 0:
+        return []
+    pieces = [(float(s), float(e)) for s, e in intervals if s < e]
+    if not pieces:
+        return []
+    ends = [0.0]  # running sum of piece lengths, as floats in file order
+    for s, e in pieces:
+        ends.append(ends[-1] + (e - s))
+    duration = total_frames / fps
+    times = np.linspace(0, ends[-1], num=k) if k > 1 else [0.0]
+    found = set()
+    for t in times:
+        t = float(t)
+        j = min(max(bisect.bisect_right(ends, t) - 1, 0), len(pieces) - 1)
+        actual = min(max(pieces[j][0] + (t - ends[j]), 0.0), duration)
+        index = int(actual * fps)
+        if 0 <= index < total_frames:
+            found.add(index)
+    return sorted(found)
+
+
+def frame_plan(total_frames: int, fps: float, num_frames: int, intervals: Sequence[Interval] | None,
+               index_rule: IndexRule = "centre") -> list[int]:
     """The indices `sample_video` decodes: uniform over the video, or over each interval (seconds)
-    with the budget split in proportion to interval length; interval by interval, in the given order."""
+    with the budget split in proportion to interval length; interval by interval, in the given order.
+
+    ``index_rule="linspace"``: `linspace_indices` over the video, or `linspace_interval_indices`
+    over the intervals taken together as one group (no per-interval split)."""
+    _check_rule(index_rule)
+    if index_rule == "linspace":
+        if intervals is None:
+            return linspace_indices(total_frames, num_frames)
+        return linspace_interval_indices(total_frames, fps, intervals, num_frames)
     if intervals is None:
         return uniform_indices(total_frames, num_frames)
     budgets = split_budget(num_frames, [abs(end - start) for start, end in intervals], "proportional")
@@ -163,6 +219,11 @@ def frame_plan(total_frames: int, fps: float, num_frames: int, intervals: Sequen
         for (start, end), k in zip(intervals, budgets)
         for i in uniform_indices(total_frames, k, *seconds_to_frame_range(start, end, fps, total_frames))
     ]
+
+
+def _check_rule(index_rule: str) -> None:
+    if index_rule not in INDEX_RULES:
+        raise ValueError(f"index_rule must be one of {INDEX_RULES}, got {index_rule!r}")
 
 
 def fit_size(width: int, height: int, max_long_side: int | None) -> tuple[int, int]:
@@ -334,6 +395,7 @@ def sample_video(
     intervals: Sequence[Interval] | None = None,
     max_long_side: int | None = None,
     record_id: str | None = None,
+    index_rule: IndexRule = "centre",
 ) -> SampledFrames:
     """`num_frames` frames spread uniformly over the video, one interval, or several intervals.
 
@@ -344,22 +406,25 @@ def sample_video(
     """
     if interval is not None and intervals is not None:
         raise ValueError("pass either interval or intervals, not both")
+    _check_rule(index_rule)
     p = _existing(path, "video", record_id)
     spans = [interval] if interval is not None else intervals
 
     def decode() -> SampledFrames:
-        return _sample_video(p, num_frames, spans, max_long_side, record_id)
+        return _sample_video(p, num_frames, spans, max_long_side, record_id, index_rule)
 
     try:
         params = {"num_frames": int(num_frames), "max_long_side": max_long_side,
                   "intervals": None if spans is None else [[float(start), float(end)] for start, end in spans]}
     except (TypeError, ValueError):
         return decode()  # malformed arguments: the sampler's own error, not the cache's
+    if index_rule != "centre":  # the default rule keeps the keys it always had
+        params["index_rule"] = index_rule
     return _through_cache("video", [p], params, str(p), decode)
 
 
 def _sample_video(p: Path, num_frames: int, spans: Sequence[Interval] | None, max_long_side: int | None,
-                  record_id: str | None) -> SampledFrames:
+                  record_id: str | None, index_rule: IndexRule = "centre") -> SampledFrames:
     source = size = None
     if max_long_side is not None:
         info = video_info(p, record_id)
@@ -367,7 +432,7 @@ def _sample_video(p: Path, num_frames: int, spans: Sequence[Interval] | None, ma
         size = fit_size(*source, max_long_side)
     scaled = size is not None and size != source
     reader, fps = _open(p, record_id, *(size if scaled else (-1, -1)))
-    indices = frame_plan(len(reader), fps, num_frames, spans)
+    indices = frame_plan(len(reader), fps, num_frames, spans, index_rule)
     try:
         frames = _decode(reader, indices, p, record_id)
     except MediaError:
@@ -450,6 +515,12 @@ def frame_files(folder: str | Path, record_id: str | None = None, *,
     return sorted(files)
 
 
+def folder_positions(n_files: int, num_frames: int, index_rule: IndexRule = "centre") -> list[int]:
+    """The positions (in the sorted file list) `sample_frame_folder` loads."""
+    _check_rule(index_rule)
+    return linspace_indices(n_files, num_frames) if index_rule == "linspace" else uniform_indices(n_files, num_frames)
+
+
 def sample_frame_folder(
     folder: str | Path,
     num_frames: int,
@@ -458,14 +529,17 @@ def sample_frame_folder(
     max_long_side: int | None = None,
     record_id: str | None = None,
     root: str | Path | None = None,
+    index_rule: IndexRule = "centre",
 ) -> SampledFrames:
-    """`num_frames` images spread uniformly (`uniform_indices`) over a folder of numbered frames.
+    """`num_frames` images spread uniformly (`uniform_indices`, or `linspace_indices` with
+    ``index_rule="linspace"``) over a folder of numbered frames.
 
     `indices` are positions in the sorted list, `frame_numbers` the numbers in the file names, and
     timestamps are position / fps. `root`: see `frame_files` (frames must resolve inside it).
     """
+    _check_rule(index_rule)
     files = frame_files(folder, record_id, root=root)
-    positions = uniform_indices(len(files), num_frames)
+    positions = folder_positions(len(files), num_frames, index_rule)
     shown = str(Path(folder).expanduser())
 
     def load() -> SampledFrames:
@@ -483,6 +557,8 @@ def sample_frame_folder(
     # The chosen files are the key's sources: editing, adding or removing one changes the key.
     params = {"num_frames": int(num_frames), "fps": float(fps), "max_long_side": max_long_side, "positions": positions,
               "numbers": [files[i][0] for i in positions], "n_files": len(files)}
+    if index_rule != "centre":
+        params["index_rule"] = index_rule
     return _through_cache("folder", [files[i][1] for i in positions], params, shown, load)
 
 

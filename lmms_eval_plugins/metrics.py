@@ -272,3 +272,24 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
         return float(mean), 0.0
     var = sum((v - mean) ** 2 for v in values) / (n - 1)
     return float(mean), math.sqrt(var)
+
+
+def mean_std_by_key(values: Sequence[Mapping[str, object]]) -> tuple[dict[str, object], dict[str, object]]:
+    """Per-key :func:`mean_std` of dicts of numbers (nested dicts recursed): a breakdown averaged
+    over repeated rounds, with its spread in a dict of the same shape.
+
+    A key is averaged over the dicts that hold it (keys in order of first appearance); ``None``
+    values are left out, a key with no number gives ``None``. No dicts give ``({}, {})``.
+    """
+    keys = list(dict.fromkeys(k for d in values for k in d))
+    means: dict[str, object] = {}
+    stds: dict[str, object] = {}
+    for key in keys:
+        present = [d[key] for d in values if key in d and d[key] is not None]
+        if present and all(isinstance(v, Mapping) for v in present):
+            means[key], stds[key] = mean_std_by_key(present)  # type: ignore[arg-type]
+        elif present:
+            means[key], stds[key] = mean_std([float(v) for v in present])  # type: ignore[arg-type]
+        else:
+            means[key] = stds[key] = None
+    return means, stds

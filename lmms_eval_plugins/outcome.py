@@ -23,6 +23,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import wraps
 from typing import Any, TypeVar
 
+# Records left out of a run (by reason), carried on every doc of the run as JSON {reason: count}, so the
+# count reaches the aggregation through lmms-eval itself (per run: no module state; every rank agrees).
+SKIPPED_FIELD = "skipped_records"
+SKIPPED_METRIC = "skipped"
+SKIPPED_BY_REASON_METRIC = "skipped_by_reason"
 UNSCORED_FIELD = "unscored"
 UNSCORED_METRIC = "unscored"
 REQUEST_FAILED = "model request failed"
@@ -86,11 +91,12 @@ def judge_failure(outcome: Any) -> str | None:
 
 
 def with_unscored(per_metric: Mapping[str, Any], responses: Sequence[Any], *, judge: Any = None,
-                  judged: Iterable[str] = ()) -> dict[str, Any]:
-    """``process_results``' output plus the ``unscored`` item.
+                  judged: Iterable[str] = (), doc: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``process_results``' output plus the ``unscored`` item (and, given the ``doc``, the skipped-records items).
 
     A failed model request marks every item. A judge that gave no verdict (``judge``: the sample's
     outcome) marks only the ``judged`` metrics, the ones computed from verdicts: the others stay.
+    The skipped-records items describe the run, not the sample: never unscored.
     """
     reason = first_failure(responses)
     if reason:
@@ -101,7 +107,34 @@ def with_unscored(per_metric: Mapping[str, Any], responses: Sequence[Any], *, ju
         if reason:
             out.update(mark_unscored({m: v for m, v in per_metric.items() if m in set(judged)}, reason))
     out[UNSCORED_METRIC] = {UNSCORED_FIELD: reason}
+    if doc is not None and SKIPPED_FIELD in doc:
+        out[SKIPPED_METRIC] = out[SKIPPED_BY_REASON_METRIC] = {SKIPPED_FIELD: doc[SKIPPED_FIELD]}
     return out
+
+
+def skipped_counts(items: Sequence[Any]) -> dict[str, int]:
+    """{reason: records left out} of the run these items come from (every item carries the same)."""
+    import json
+
+    for item in items:
+        raw = item.get(SKIPPED_FIELD) if isinstance(item, Mapping) else None
+        try:
+            counts = json.loads(raw) if isinstance(raw, str) else None
+        except ValueError:
+            counts = None
+        if isinstance(counts, dict):
+            return {str(k): int(v) for k, v in sorted(counts.items()) if isinstance(v, int) and v > 0}
+    return {}
+
+
+def agg_skipped(items: Sequence[Any]) -> int:
+    """The ``skipped`` metric: records left out of the run (all reasons)."""
+    return sum(skipped_counts(items).values())
+
+
+def agg_skipped_by_reason(items: Sequence[Any]) -> dict[str, int]:
+    """The ``skipped_by_reason`` metric: {reason: records left out}; ``{}`` when none was."""
+    return skipped_counts(items)
 
 
 def guard(aggregation: Callable[[Sequence[Any]], T]) -> Callable[[Sequence[Any]], T | None]:

@@ -334,7 +334,9 @@ def _bare_letter(s: str, letters: str, *, allow_lower: bool) -> str | None:
 _NAME_STRIP = " \t\r\n.:!?;,\"'()[]{}"
 
 
-def parse_option_letter(text: str, letters: str = "ABCD", *, names: Mapping[str, str] | None = None) -> Parsed[str]:
+def parse_option_letter(
+    text: str, letters: str = "ABCD", *, names: Mapping[str, str] | None = None, prose: bool = False
+) -> Parsed[str]:
     """One option letter, with the tolerance of MMErroR's official evaluation code.
 
     Rules, in priority order, on the reasoning-stripped, markup-cleaned output:
@@ -349,7 +351,16 @@ def parse_option_letter(text: str, letters: str = "ABCD", *, names: Mapping[str,
        output equals one name (case-insensitive, ignoring markup and surrounding punctuation).
     Letters must be uppercase and in ``letters`` outside rule 1. Prose such as "I think the
     answer is B" is unparseable, as in the official code.
+
+    ``prose=True`` reads the answers real models write (:func:`_prose_letter`): full-width letters
+    and brackets count as ASCII, ``<answer>`` tags are dropped, and when rules 1-5 find nothing,
+    an answer stated in prose ("The answer is B.", "The correct answer is (C) since ..."), a line
+    that starts with a letter ("B. because ...") or "Option B" decides; two different letters at
+    the same level are "ambiguous", never a guess.
     """
+    if prose:
+        text = _as_text(text).translate(_FULLWIDTH)
+        text = _ANSWER_TAG.sub("\n", text)
     body, err = _prepare(text)
     if err:
         return Parsed.failure(err)
@@ -393,7 +404,113 @@ def parse_option_letter(text: str, letters: str = "ABCD", *, names: Mapping[str,
             if letter in letters and whole == str(name).strip(_NAME_STRIP).casefold():
                 return Parsed.success(letter)
 
+    # (6) prose
+    if prose:
+        found_prose = _prose_letter(cleaned, lines, letters)
+        if found_prose is not None:
+            return found_prose
+
     return Parsed.failure("no option letter found")
+
+
+# Full-width ASCII (U+FF01-U+FF5E: "Ｂ", "（", "："), the ideographic space and CJK lenticular
+# brackets, as ASCII: models answering in (or trained on) Chinese write them.
+_FULLWIDTH = {**{0xFF01 + i: 0x21 + i for i in range(94)}, 0x3000: 0x20, 0x3010: 0x5B, 0x3011: 0x5D}
+_ANSWER_TAG = re.compile(r"<\s{0,8}/?\s{0,8}answer\s{0,8}>", re.IGNORECASE)
+_SPACE_RUN = re.compile(r"\s+")
+
+# The prose patterns run on the text with every whitespace run made one space, so each pattern
+# below uses only bounded repetitions: every match attempt is O(1) and a scan is linear.
+_LETTER = r"[(\[]? ?([A-Z]) ?[)\]]?(?![A-Za-z0-9])"
+_CONNECT = r"(?: ?(?:is|was|would be|should be|must be|will be|=|:|-|–|—|then|therefore|clearly|likely|probably|definitely))"
+# (pattern, words of which the lowercased text must hold one for the pattern to match): the check
+# skips a pattern's scan, the costly part on long replies, when it cannot match.
+_PROSE_STATEMENTS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
+    # "The answer is B", "Answer: (B)", "the correct option is C", "My final answer would be option D"
+    (re.compile(
+        r"(?<![A-Za-z])(?i:(?:answer(?: to (?:the|this) (?:question|problem))?|答案"
+        r"|(?:correct|right|best|final|most likely|most plausible|most appropriate|most reasonable) (?:option|choice|one))"
+        + _CONNECT + r"{0,3} ?(?:(?:option|choice|letter) ?)?)" + _LETTER
+    ), ("answer", "答案", "option", "choice", "one")),
+    # "I choose B", "I would select option C", "pick (D)"
+    (re.compile(r"(?<![A-Za-z])(?i:(?:choose|select|pick|go with) (?:(?:option|choice|answer) ?)?)" + _LETTER),
+     ("choose", "select", "pick", "go with")),
+    # "Therefore, B." -- the letter must end the sentence
+    (re.compile(r"(?<![A-Za-z])(?i:(?:so|therefore|thus|hence),? (?:(?:option|choice) )?)" + _LETTER + r"(?=[.!]? |[.!]?$)"),
+     ("so", "therefore", "thus", "hence")),
+    # "B is correct", "Option C is the best answer", "(D) would be the right choice"
+    (re.compile(
+        r"(?<![A-Za-z0-9])(?:(?i:option|choice) ?)?" + _LETTER
+        + r"(?= (?i:is|would be|seems to be|appears to be) (?i:the )?(?i:correct|right|best|most likely|most plausible|answer))"
+    ), ("correct", "right", "best", "most", "answer")),
+]
+_OPTION_MENTION = re.compile(r"(?<![A-Za-z])(?i:option|choice|选项) ?" + _LETTER)
+# After a letter: "B or C", "B, C", "B and C" hedge between two letters
+_HEDGE = re.compile(r" ?(?:,|/|or\b|and\b) ?(?:(?i:option|choice) ?)?[(\[]?([A-Z])[)\]]?(?![A-Za-z0-9])")
+# After "A"/"I" (English words as well as letters): a lowercase word that is not a connector makes
+# it the article or pronoun ("A man is cooking", "I think"), never an answer.
+_WORD_AFTER = re.compile(r" (?!(?:because|since|as|is|was|which|seems|appears|would)\b)[a-z]")
+# A line that starts with a letter: "B.", "B) the", "(B) The", "B: ...", "B - ...", "- B. ..."
+_LEADING_LABEL = re.compile(r"(?:[-•>] ?)?(?:[(\[] ?([A-Z]) ?[)\]]|([A-Z])(?:[)\]]| ?[.:：)]| ?[-–—](?= |$)))(?= |$)")
+_LEADING_BARE = re.compile(r"(?:[-•>] ?)?([A-Z]) (?=[A-Z\"“(]|(?:because|since|as|is)\b)")
+
+
+def _letters_of(rx: re.Pattern[str], flat: str, letters: str) -> set[str]:
+    """Allowed letters asserted by ``rx`` in ``flat``; a hedge ("B or C") adds its second letter, so
+    the caller sees an ambiguity."""
+    out: set[str] = set()
+    for m in rx.finditer(flat):
+        ch = m.group(1)
+        if ch not in letters:
+            continue
+        hedge = _HEDGE.match(flat, m.end())
+        if hedge:
+            out.update((ch, hedge.group(1)))
+        elif not (ch in "AI" and _WORD_AFTER.match(flat, m.end())):
+            out.add(ch)
+    return out
+
+
+def _decide(found: set[str]) -> Parsed[str] | None:
+    if not found:
+        return None
+    if len(found) == 1:
+        return Parsed.success(next(iter(found)))
+    return Parsed.failure(f"ambiguous: several letters ({_join_sorted(found)})")
+
+
+def _prose_letter(cleaned: str, lines: list[str], letters: str) -> Parsed[str] | None:
+    """parse_option_letter's prose rule (``prose=True``), in three levels; the first level that finds
+    a letter decides, and two different letters in it are a failure:
+    1. statements: "the answer is B", "Answer: (B) ...", "the correct option is B", "I choose B",
+       "Therefore, B.", "B is correct";
+    2. lines that start with a letter and a separator: "B. The man ...", "(B) because", "B: ...";
+    3. mentions "Option B" / "choice B".
+    "A" and "I" followed by a lowercase word are English words, not letters ("A man is ...").
+    """
+    flat = _SPACE_RUN.sub(" ", cleaned)
+    folded = flat.lower()
+    stated: set[str] = set()
+    for rx, words in _PROSE_STATEMENTS:
+        if any(w in folded for w in words):
+            stated |= _letters_of(rx, flat, letters)
+    decided = _decide(stated)
+    if decided is not None:
+        return decided
+    led: set[str] = set()
+    for ln in lines:
+        ln = _SPACE_RUN.sub(" ", ln[:200])  # only the start of a line matters
+        m = _LEADING_LABEL.match(ln) or _LEADING_BARE.match(ln)
+        if m:
+            ch = m.group(1) or m.group(2)
+            if ch in letters:
+                led.add(ch)
+    decided = _decide(led)
+    if decided is not None:
+        return decided
+    if not any(w in folded for w in ("option", "choice", "选项")):
+        return None
+    return _decide(_letters_of(_OPTION_MENTION, flat, letters))
 
 
 _SET_SEPARATORS = re.compile(r"[\s,;/&+()\[\]{}.:'\"]+|\band\b", re.IGNORECASE)
@@ -409,7 +526,12 @@ def _letter_run(s: str, letters: str) -> frozenset[str] | None:
     return None
 
 
-def parse_letter_set(text: str, letters: str = "ABCDEFGH") -> Parsed[frozenset[str]]:
+# "The answer is AC.", "The correct answers are A and C", "I choose A, C": the letters to the end of the line
+_STATED_SET = re.compile(r"(?i:(?:the )?(?:correct |final |right )?(?:answer|option|choice)s? (?:is|are|would be)|i (?:choose|pick|select|would choose))"
+                         r" ?:? ?([^\n]{1,80})$")
+
+
+def parse_letter_set(text: str, letters: str = "ABCDEFGH", *, prose: bool = False) -> Parsed[frozenset[str]]:
     """A set of option letters for multi-answer questions (CrossVid BU).
 
     Candidate text: the last ``Answer:`` line carrying letters, else the last box (of at most 1000
@@ -418,7 +540,12 @@ def parse_letter_set(text: str, letters: str = "ABCDEFGH") -> Parsed[frozenset[s
     (spaces, commas, ``and``, ``/``, ``&``, ``+``, brackets, periods): "AC", "A, C", "A and C",
     "(A)(C)", "C A". Any other word makes it prose and a failure (strictness). Order and
     repetition do not matter. An empty set is a failure.
+
+    ``prose=True``: full-width letters count as ASCII, and when nothing else is found, the last line
+    stating the answer ("The answer is AC.", "The correct answers are A and C") decides.
     """
+    if prose:
+        text = _as_text(text).translate(_FULLWIDTH)
     body, err = _prepare(text)
     if err:
         return Parsed.failure(err)
@@ -438,6 +565,12 @@ def parse_letter_set(text: str, letters: str = "ABCDEFGH") -> Parsed[frozenset[s
     got = _letter_run(cleaned, letters)
     if got:
         return Parsed.success(got)
+    if prose:
+        for ln in reversed(lines):
+            m = _STATED_SET.search(_SPACE_RUN.sub(" ", ln[-200:]))
+            got = _letter_run(m.group(1).rstrip(".!"), letters) if m else None
+            if got:
+                return Parsed.success(got)
     return Parsed.failure("no option letters found")
 
 
@@ -479,6 +612,7 @@ def _all_label_values(text: str, label: str) -> list[str]:
 
 _STEP_MENTION = re.compile(r"(?<![A-Za-z])step\s*(?:[#:\-]\s*)?(\d+)(?![\d.]\d)", re.IGNORECASE)
 _BARE_NUMBER = re.compile(r"\s*[(\[]?\s*#?(\d+)\s*[)\]]?\s*[.:]?\s*")
+_BOXED_STEP = re.compile(r"\s{0,8}(?:step\s{0,8}[#:\-]?\s{0,8})?(\d+)\s{0,8}", re.IGNORECASE)
 
 
 def _check_step(digits: str, max_step: int | None) -> Parsed[int]:
@@ -504,6 +638,7 @@ def parse_step(text: str, *, label: str = "Error Step", max_step: int | None = N
     - With ``label:`` lines, the last one whose value holds a number decides: its value may be
       "Step 3", "step3", "Step #3" or a bare "3" (digits only; "Step three" is not read). Several
       different steps inside that one value are ambiguous.
+    - Else the last ``\\boxed{}`` holding only a step ("3", "Step 3"): "The first wrong step is \\boxed{3}".
     - Without a usable label, the output's step mentions ("Step N") must all name the same step;
       different numbers are "ambiguous". An output that is only a number ("3", "(3)") is read too.
     - A number outside ``1..max_step`` (or below 1) is a failure "step N out of range".
@@ -511,7 +646,8 @@ def parse_step(text: str, *, label: str = "Error Step", max_step: int | None = N
     body, err = _prepare(text)
     if err:
         return Parsed.failure(err)
-    cleaned = clean_markup(body)
+    unwrapped = _unwrap(body)
+    cleaned = _strip_inline_markup(unwrapped.text)  # clean_markup(body), unwrapping once
 
     for value in reversed(_all_label_values(cleaned, label)):
         steps = _distinct_in_order(_STEP_MENTION.findall(value))
@@ -520,6 +656,11 @@ def parse_step(text: str, *, label: str = "Error Step", max_step: int | None = N
         if steps:
             return _check_step(steps[0], max_step)
         m = re.match(r"[(\[]?\s*#?(\d+)(?![\d.]\d)", value)
+        if m:
+            return _check_step(m.group(1), max_step)
+
+    for content in _unwrapped_boxes(unwrapped, limit=64):
+        m = _BOXED_STEP.fullmatch(_strip_inline_markup(content))
         if m:
             return _check_step(m.group(1), max_step)
 
@@ -630,8 +771,16 @@ _NUM = r"(?:\d+(?:\.\d+)?|\.\d+)"
 _CLOCK = r"(?:\d+(?::\d{1,2}){1,2}(?:\.\d+)?)"
 _TIME = rf"(?:{_CLOCK}|{_NUM})"
 _UNIT = r"(?:\s*(?:seconds?|secs?|s)\b)?"
-_SEP = r"\s*(?:,|-|–|—|~|\bto\b)\s*"
-_INTERVAL = re.compile(rf"(?<![\w.:])({_TIME}){_UNIT}{_SEP}({_TIME}){_UNIT}(?![\w:])", re.IGNORECASE)
+_DASH = r"(?:-|–|—|~|\bto\b|\buntil\b|\btill\b)"
+_SEP = rf"\s*(?:,|{_DASH})\s*"
+# "[12s]-[20s]", "[00:12] to [00:20]": each end in its own brackets (not with a comma: "[12s], [20s]"
+# lists two moments, not one interval)
+_BRACKETED_SEP = rf"\s*[\])]\s*{_DASH}\s*(?:[\[(]\s*)?"  # "(?:[(]\s*)?", not "[(]?\s*": see _THINK_TAG
+_INTERVAL = re.compile(
+    rf"(?<![\w.:])({_TIME}){_UNIT}(?:{_SEP}|{_BRACKETED_SEP})({_TIME}){_UNIT}(?![\w:])"
+    rf"|\bbetween\s+({_TIME}){_UNIT}\s+and\s+({_TIME}){_UNIT}(?![\w:])",
+    re.IGNORECASE,
+)
 _TIMESTAMP = re.compile(rf"[\[(]?\s*({_TIME})\s*(?:seconds?|secs?|s)?\s*[\])]?", re.IGNORECASE)
 _ANSWER_LABEL = re.compile(r"\banswer\s*[:：]", re.IGNORECASE)
 
@@ -663,12 +812,20 @@ def parse_timestamp(text: str) -> float | None:
     return _time_to_seconds(m.group(1)) if m else None
 
 
-def _interval_matches(text: str) -> list[tuple[int, tuple[float, float]]]:
-    out: list[tuple[int, tuple[float, float]]] = []
+class _IntervalMatch(NamedTuple):
+    start: int
+    interval: tuple[float, float]
+    clock: bool  # both ends written as clock times ("00:12")
+
+
+def _interval_matches(text: str) -> list[_IntervalMatch]:
+    out: list[_IntervalMatch] = []
     for m in _INTERVAL.finditer(text):
-        a, b = _time_to_seconds(m.group(1)), _time_to_seconds(m.group(2))
+        first = 1 if m.group(1) is not None else 3  # the "between ... and ..." alternative
+        a_text, b_text = m.group(first), m.group(first + 1)
+        a, b = _time_to_seconds(a_text), _time_to_seconds(b_text)
         if a is not None and b is not None:
-            out.append((m.start(), (a, b)))
+            out.append(_IntervalMatch(m.start(), (a, b), ":" in a_text and ":" in b_text))
     return out
 
 
@@ -676,7 +833,9 @@ def parse_interval(text: str) -> Parsed[tuple[float, float]]:
     """One time interval in seconds, values AS WRITTEN (a reversed interval stays reversed).
 
     Accepts "[12.5, 20]", "(12.5,20)", "12.5 - 20", "12.5s to 20s", "12.5 seconds - 20 seconds",
-    "00:12-00:20", "[00:01:02-00:01:10]". Choice among several: the first interval after the last
+    "00:12-00:20", "[00:01:02-00:01:10]", "0:12–0:20", "12-20s", "from 12 s to 20 s",
+    "between 12 and 20 seconds", and each end in its own brackets: "[12s]-[20s]", "[00:12]-[00:20]"
+    (dashes: -, –, —, ~, "to", "until"). Choice among several: the first interval after the last
     ``Answer:`` label when there is one, else the last interval in the output.
     """
     body, err = _prepare(text)
@@ -690,16 +849,23 @@ def parse_interval(text: str) -> Parsed[tuple[float, float]]:
     for label in _ANSWER_LABEL.finditer(cleaned):
         pass
     if label is not None:
-        after = [iv for pos, iv in found if pos >= label.end()]
+        after = [f.interval for f in found if f.start >= label.end()]
         if after:
             return Parsed.success(after[0])
-    return Parsed.success(found[-1][1])
+    return Parsed.success(found[-1].interval)
 
 
-def parse_intervals(text: str) -> list[tuple[float, float]]:
+def parse_intervals(text: str, *, clock_first: bool = False) -> list[tuple[float, float]]:
     """Every interval in the text, in order, values as written (e.g. ViRectify's
-    ``[mm:ss-mm:ss],[mm:ss-mm:ss]``); mm:ss, hh:mm:ss and plain seconds, brackets optional."""
-    return [iv for _, iv in _interval_matches(clean_markup(_as_text(text)))]
+    ``[mm:ss-mm:ss],[mm:ss-mm:ss]``); the forms of :func:`parse_interval`, brackets optional.
+
+    ``clock_first``: when some interval has both ends as clock times ("00:12-00:20"), only those
+    count, so that a number range in a note beside them ("bounces 2-3 times") is not read as seconds.
+    """
+    found = _interval_matches(clean_markup(_as_text(text)))
+    if clock_first and any(f.clock for f in found):
+        found = [f for f in found if f.clock]
+    return [f.interval for f in found]
 
 
 # --------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from lmms_eval_plugins import logged_samples
+from lmms_eval_plugins import logged_samples, provenance
 from lmms_eval_plugins.benchmark import Benchmark, benchmark_of_task, ordered_benchmarks
 from lmms_eval_plugins.errors import DataError
 
@@ -191,6 +191,7 @@ def load_run(folder: Path, files: Sequence[Path], *, label: str | None, skip_bad
     info = {
         "date": _results_date(newest_path, newest),
         "lmms_eval_version": newest.get("lmms_eval_version"),
+        "software": newest.get(provenance.RESULTS_KEY) if isinstance(newest.get(provenance.RESULTS_KEY), dict) else None,
         "limit": config.get("limit"),
         "gen_kwargs": config.get("gen_kwargs"),
         "model_backend": config.get("model_backend"),
@@ -328,10 +329,13 @@ def counts_of(metrics: Mapping[str, Any]) -> list[tuple[str, str, int]]:
     incomplete items."""
     out = []
     for name, value in metrics.items():
+        by_reason = metrics.get(f"{name}_by_reason")
+        if isinstance(by_reason, dict) and by_reason:
+            continue  # the total is shown split by reason
         for pattern, what in COUNT_PATTERNS:
             if pattern not in name:
                 continue
-            label = _count_what(name, pattern, what)
+            label = what if name.endswith("_by_reason") else _count_what(name, pattern, what)
             if _is_count(value):
                 out.append((name, label, int(value)))
             elif isinstance(value, dict) and value and all(_is_count(v) for v in value.values()):
@@ -890,16 +894,33 @@ def _shown_path(path: Path) -> str:
         return str(path)
 
 
+def run_lmms_eval_version(info: Mapping[str, Any]) -> str:
+    """The installed lmms-eval version the run recorded; lmms-eval's own ``branch@commit`` only when it is known."""
+    software = info.get("software") or {}
+    if software.get("lmms-eval"):
+        return str(software["lmms-eval"])
+    own = info.get("lmms_eval_version")
+    return str(own) if own and own != "unknown@unknown" else "— (not recorded)"
+
+
+def run_plugin_version(info: Mapping[str, Any]) -> str:
+    software = info.get("software") or {}
+    if not software.get("lmms-eval-plugins"):
+        return "— (not recorded)"
+    commit = software.get("lmms-eval-plugins commit")
+    return str(software["lmms-eval-plugins"]) + (f" ({commit})" if commit else "")
+
+
 def section_runs(b: Builder) -> Section:
     sec = Section("runs", "Runs", intro="One row per model run; the label is --label, else the model args' pretrained/model name, else lmms-eval's model name.")
-    cols = [Col("model"), Col("model args"), Col("tasks"), Col("date"), Col("lmms-eval"), Col("limit"), Col("results files"),
-            Col("logged samples")]
+    cols = [Col("model"), Col("model args"), Col("tasks"), Col("date"), Col("lmms-eval"), Col("lmms-eval-plugins"), Col("limit"),
+            Col("results files"), Col("logged samples")]
     rows = []
     for run in b.runs:
         leaves = [t for t in run.tasks.values() if not t.is_group]
         with_samples = sum(1 for t in leaves if t.samples_path.is_file())
         rows.append((run.label, [run.model or "—", run.model_args or "—", str(len(leaves)), fmt(run.info.get("date")),
-                                 fmt(run.info.get("lmms_eval_version")), fmt(run.info.get("limit")),
+                                 run_lmms_eval_version(run.info), run_plugin_version(run.info), fmt(run.info.get("limit")),
                                  ", ".join(str(p.relative_to(run.folder)) if p.is_relative_to(run.folder) else str(p)
                                            for p in run.results_files),
                                  f"{with_samples} of {len(leaves)} tasks"]))
@@ -1065,10 +1086,10 @@ p.intro{color:#3d444d;max-width:980px;margin:4px 0 10px}
 table.report{border-collapse:collapse;font-size:12.5px;font-variant-numeric:tabular-nums}
 table.report caption{text-align:left;font-weight:600;padding:4px 0;font-size:13.5px}
 table.report th,table.report td{border:1px solid #d0d7de;padding:3px 7px;text-align:right;white-space:nowrap}
-table.report th{background:#f6f8fa}
+table.report th{background:#f6f8fa;white-space:normal;min-width:3.5em;vertical-align:bottom}
 table.report td:first-child,table.report th:first-child{text-align:left}
 table.report td.b{font-weight:700}
-table.report td.t{text-align:left}
+table.report td.t{text-align:left;white-space:normal;max-width:24em;overflow-wrap:anywhere}
 table.report tbody.ref td{color:#57606a;background:#fbfbfc;font-style:italic}
 table.report tbody.ref tr.divider td{text-align:left;background:#fff8c5;color:#4d2d00;font-style:normal;font-weight:600}
 span.ann{display:inline-block;margin-left:4px;font-size:10.5px;color:#9a6700;background:#fff8c5;border-radius:3px;padding:0 3px}
@@ -1196,7 +1217,8 @@ def render_html(report: Report) -> str:
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{_esc(report.title)}</title><style>{CSS}</style></head><body>"
             f"<header><h1>{_esc(report.title)}</h1><p class=\"meta\">generated {_esc(report.generated)} by "
-            "lmms-eval-plugins report · percentages unless a count · bold: best model per column · "
+            f"lmms-eval-plugins report ({_esc(provenance.describe(provenance.software_versions()))}) · "
+            "percentages unless a count · bold: best model per column · "
             "italic rows: copied from the papers</p>"
             f"<nav>{nav}</nav></header><main>{''.join(body)}</main></body></html>\n")
 
@@ -1233,7 +1255,8 @@ def table_md(table: Table) -> str:
 
 
 def render_markdown(report: Report, figure_dir: str = "figures") -> str:
-    out = [f"# {report.title}", "", f"Generated {report.generated} by `lmms-eval-plugins report`. Percentages unless a count; "
+    out = [f"# {report.title}", "", f"Generated {report.generated} by `lmms-eval-plugins report` "
+           f"({provenance.describe(provenance.software_versions())}). Percentages unless a count; "
            "**bold**: best model per column; *italic* rows are copied from the papers.", ""]
     for sec in report.sections:
         out += [f"## {sec.title}", ""]

@@ -447,6 +447,9 @@ def _good_record():
     (lambda r: r["segments"][1]["causal"].update(options=["only one"]), "options must be a list"),
     (lambda r: r["segments"][1].update(end=1.0), "start/end"),
     (lambda r: r.update(video="../../etc/passwd"), "escapes"),
+    # cs002's video lasts 9.0 s
+    (lambda r: r["segments"][2].update(end=10.5), "segment 3 (5.5-10.5 s) lies past the end of the video (9.00 s)"),
+    (lambda r: r["segments"].append({**r["segments"][2], "start": 9.0, "end": 9.5}), "segment 4 (9-9.5 s) lies past the end"),
 ])
 def test_malformed_records_name_the_record_and_the_fix(tmp_path, edit, message):
     record = _good_record()
@@ -457,6 +460,15 @@ def test_malformed_records_name_the_record_and_the_fix(tmp_path, edit, message):
     with pytest.raises(DataError) as info:
         cs.load_records(source)
     assert message in str(info.value) and "cs002" in str(info.value) and "fix:" in str(info.value)
+
+
+def test_a_segment_may_end_within_a_second_of_the_video_end(tmp_path):
+    record = _good_record()
+    record["segments"][2]["end"] = 9.0 + cs.SEGMENT_END_TOLERANCE_S  # rounded annotations: accepted
+    folder = _write(tmp_path / "causalstep", [record])
+    shutil.copytree(cs.SAMPLE_DIR / "videos", folder / "videos")
+    source = cs.resolve_source("causalstep", "sample", sample_dir=folder, hub_repo=None, local_layout="")
+    assert [r["video_id"] for r in cs.load_records(source)] == ["cs002"]
 
 
 def test_missing_video_is_an_error_naming_the_record_or_skipped(tmp_path, monkeypatch):

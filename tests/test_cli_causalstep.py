@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import pytest
 
-from lmms_eval_plugins import compare, errorbars
+from lmms_eval_plugins import compare, errorbars, run_status
 from lmms_eval_plugins.benchmark import get as get_benchmark
 
 from lmms_eval_plugins.models.random_baseline import chance_pick
@@ -36,6 +38,10 @@ def logged_chains(run, task: str) -> dict[str, dict]:
 
 def test_oracle_completes_every_chain(tmp_path, isolated_env):
     run = run_lmms_eval(tasks=[TASK, SAME], model="oracle", output_dir=tmp_path / "out")
+    # the installed versions travel with the results (lmms-eval's own field says unknown@unknown on a pip install)
+    versions = run.results["lmms_eval_plugins_versions"]
+    assert versions["lmms-eval"] == importlib.metadata.version("lmms-eval") and versions["lmms-eval-plugins"]
+    assert run_status.check_run(tmp_path / "out")[0] == 0
     counts = segment_counts()
     best_ws = sum(n * (n + 1) / 2 for n in counts.values()) / len(counts)  # (1 + 6 + 15 + 28) / 4
     for task in (TASK, SAME):
@@ -45,6 +51,7 @@ def test_oracle_completes_every_chain(tmp_path, isolated_env):
         assert m["dua"] == m["icra"] == 100.0 and m["parse_fail"] == 0 and m["videos"] == 4
         assert set(m["by_category"]) == {"Cartoons", "Regular Sports"}
         assert run.results["n-samples"][task]["effective"] == len(sample_docs())
+        assert m["skipped"] == 0 and m["skipped_by_reason"] == {}
         chains = logged_chains(run, task)
         assert set(chains) == set(counts)
         for video_id, chain in chains.items():

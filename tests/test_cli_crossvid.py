@@ -30,6 +30,13 @@ def test_oracle_scores_100_on_all_ten_tasks_and_every_average(tmp_path, isolated
         assert run.results["results"][group]["score,none"] == 100.0, group
     ccqa = run.task_results("crossvid_ccqa_sample")
     assert ccqa["per_question_mean"] == 100.0
+    # MSR record 0 (a placeholder only in an option) and MOC record 1 (an object in no sampled frame) would be
+    # dropped by the official scripts: kept and scored here, and counted; the metric exists only for MSR/MOC
+    for task, dropped_id in (("crossvid_msr_sample", "0"), ("crossvid_moc_sample", "1")):
+        assert run.task_results(task)["official_dropped"] == 1
+        reasons = {s["score"]["id"]: s["score"]["official_drop"] for s in run.samples(task)}
+        assert reasons[dropped_id] and not any(r for i, r in reasons.items() if i != dropped_id)
+    assert all("official_dropped" not in run.task_results(t) for t in TASKS if "_msr" not in t and "_moc" not in t)
     # the oracle's CCQA reply was judged by the offline rubric judge, and every point covered and correct
     for sample in run.samples("crossvid_ccqa_sample"):
         judge = sample["score"]["judge"]  # the per-sample item carries the filter's judge outcome
@@ -61,4 +68,5 @@ def test_local_data_with_a_missing_video_fails_naming_it_or_is_skipped(tmp_path,
                             env={**env, "LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA": "1"}, log_samples=False)
     metrics = skipped.task_results("crossvid_bu")
     assert metrics["skipped"] == 1 and metrics["score"] == 100.0
+    assert metrics["skipped_by_reason"] == {"missing media": 1}
     assert skipped.results["n-samples"]["crossvid_bu"]["effective"] == 1

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from lmms_eval_plugins import stats
+from lmms_eval_plugins import run_status, stats
 from lmms_eval_plugins.models.random_baseline import chance_pick
 from lmms_eval_plugins.testing.cli_run import run_lmms_eval
 from lmms_eval_plugins.testing.task_utils import load_task_utils
@@ -25,9 +25,12 @@ def test_oracle_scores_100_on_every_metric(tmp_path, isolated_env):
     run = run_lmms_eval(tasks="errorradar_sample", model="oracle", output_dir=tmp_path / "out")
     step, cate = run.task_results(STEP_TASK), run.task_results(CATE_TASK)
     assert step["step_acc"] == 100.0 and step["step_parse_fail"] == 0
-    for metric in ("cate_acc", "cate_macro_precision", "cate_macro_recall", "cate_macro_f1",
-                   "cate_f1_vis", "cate_f1_cal", "cate_f1_reas", "cate_f1_know", "cate_f1_mis"):
+    per_class = [f"cate_{kind}_{c.lower()}" for kind in ("precision", "recall", "f1") for c in er.CATEGORIES]
+    for metric in ("cate_acc", "cate_macro_precision", "cate_macro_recall", "cate_macro_f1", *per_class):
         assert cate[metric] == 100.0, metric
+    # a 1-round task has no spread over rounds: absent, not an empty list
+    assert not [k for k in (*step, *cate) if k.endswith("_std") or isinstance(step.get(k, cate.get(k)), list)]
+    assert isinstance(cate["cate_precision_vis_stderr"], float) and cate["cate_confusion_stderr"] == "N/A"
     assert cate["cate_parse_fail"] == 0
     assert set(step["step_acc_by_question_type"].values()) == {100.0}
     assert cate["cate_pred_distribution"]["unparseable"] == 0.0
@@ -71,8 +74,18 @@ def test_local_data_root_and_three_round_average(tmp_path, isolated_env):
     step = run.task_results("errorradar_step_3rounds")
     assert step["step_acc"] == 100.0 and step["step_acc_std"] == 0.0
     assert run.results["n-samples"]["errorradar_step_3rounds"]["effective"] == 3 * 10
+    assert set(step["step_acc_by_question_type"].values()) == {100.0}
+    assert set(step["step_acc_by_question_type_std"].values()) == {0.0}
     cate = run.task_results("errorradar_cate_3rounds")
     assert cate["cate_macro_f1"] == 100.0 and cate["cate_macro_f1_std"] == 0.0
+    for kind in ("precision", "recall", "f1"):
+        for c in er.CATEGORIES:
+            assert (cate[f"cate_{kind}_{c.lower()}"], cate[f"cate_{kind}_{c.lower()}_std"]) == (100.0, 0.0)
+    # breakdowns: the per-key mean over the rounds, with a dict of standard deviations
+    assert cate["cate_pred_distribution"]["unparseable"] == 0.0 and set(cate["cate_pred_distribution_std"].values()) == {0.0}
+    assert sum(cate["cate_confusion"][c][c] for c in er.CATEGORIES) == len(sample_docs("cate"))
+    assert set(cate["cate_acc_by_question_type"].values()) == {100.0}
+    assert not [k for k, v in cate.items() if isinstance(v, list)]
 
 
 def test_bad_local_data_fails_with_a_message_naming_record_and_fix(tmp_path, isolated_env):
@@ -86,3 +99,12 @@ def test_bad_local_data_fails_with_a_message_naming_record_and_fix(tmp_path, iso
                         env={"LMMS_EVAL_PLUGINS_DATA_ROOT": str(tmp_path / "data")}, log_samples=False)
     assert "errorradar_cate" not in run.results.get("results", {})
     assert first_id in run.output and "Spelling Error" in run.output and "fix:" in run.output
+    # The output ends with a block of at most 10 lines (bars included) naming the record and the fix; no
+    # RetryError anywhere. lmms-eval exits 0 all the same; check-run exits 1 on this folder.
+    lines = run.output.rstrip().splitlines()
+    bars = [i for i, line in enumerate(lines) if line.startswith("=" * 50)]
+    assert bars[-1] == len(lines) - 1 and bars[-1] - bars[-2] + 1 <= 10
+    block = "\n".join(lines[bars[-2]:])
+    assert "the run stopped: DataError" in block and first_id in block and "fix:" in block and "check-run" in block
+    assert "RetryError" not in run.output and run.returncode == 0
+    assert run_status.main([str(tmp_path / "out")]) == 1

@@ -35,6 +35,10 @@ def test_oracle_scores_100_on_both_tasks(tmp_path, isolated_env):
     for metrics in (etc, epd):
         assert metrics["accuracy"] == 100.0 and metrics["accuracy_domain_macro"] == 100.0
         assert metrics["parse_fail"] == 0
+        # the official parser reads the oracle's bare letters too
+        assert metrics["official_accuracy"] == metrics["official_strict_accuracy"] == 100.0
+        assert metrics["official_parse_fail"] == 0
+        assert metrics["official_accuracy_stderr"] == 0.0 and metrics["official_parse_fail_stderr"] == "N/A"
         assert set(metrics["accuracy_by_domain"].values()) == {100.0}
         assert set(metrics["accuracy_by_label"].values()) == {100.0}
     assert set(etc["accuracy_by_label"]) == set(mm.ERROR_LABELS) and set(epd["accuracy_by_label"]) == set(mm.ALL_LABELS)
@@ -45,6 +49,7 @@ def test_oracle_scores_100_on_both_tasks(tmp_path, isolated_env):
     assert run.results["n-samples"][EPD_TASK]["effective"] == 24
     logged = run.samples(ETC_TASK)[0]["accuracy"]
     assert logged["pred"] == logged["gold"] and logged["parse_error"] is None
+    assert logged["official_pred"] == logged["gold"] and logged["official_correct"] is True
     stages = [s["accuracy"]["stage"] for s in run.samples(EPD_TASK)]
     assert stages.count("presence") == stages.count("type") == 12
 
@@ -55,8 +60,13 @@ def test_random_baseline_is_seeded_and_replayed(tmp_path, isolated_env):
         replies = [chance_pick(d["chance_responses"], seed=7, task=task, doc_id=i) for i, d in enumerate(sample_docs(task))]
         expected = expected_metrics(task, replies)
         got = run.task_results(task)
-        for metric in ("accuracy", "parse_fail", "accuracy_by_label", "accuracy_domain_macro"):
+        for metric in ("accuracy", "parse_fail", "accuracy_by_label", "accuracy_domain_macro",
+                       "official_accuracy", "official_strict_accuracy", "official_parse_fail"):
             assert got[metric] == pytest.approx(expected[metric]), (task, metric)
+        # chance replies are bare letters: both parsers read them all, so the official numbers are ours
+        assert got["official_strict_accuracy"] == pytest.approx(got["accuracy"]) and got["official_parse_fail"] == 0
+        assert got["official_accuracy"] == pytest.approx(got["accuracy"])
+        assert got["official_accuracy_stderr"] > 0 and got["official_strict_accuracy_stderr"] > 0
         assert got["confusion"] == expected["confusion"]
     assert run.task_results(EPD_TASK)["no_error_rate"] == pytest.approx(expected["no_error_rate"])
     assert run.task_results(EPD_TASK)["false_alarm_rate"] == pytest.approx(expected["false_alarm_rate"])
@@ -69,6 +79,7 @@ def test_tiny_qwen_completes(tmp_path, isolated_env, tiny_qwen_args):
     for task, requests in ((ETC_TASK, 9), (EPD_TASK, 24)):
         metrics = run.task_results(task)
         assert 0.0 <= metrics["accuracy"] <= 100.0 and 0 <= metrics["parse_fail"]
+        assert 0 <= metrics["official_parse_fail"] and 0.0 <= metrics["official_strict_accuracy"] <= 100.0
         assert run.results["n-samples"][task]["effective"] == requests
         assert all("parse_error" in s["accuracy"] for s in run.samples(task))
 

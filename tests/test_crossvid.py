@@ -64,8 +64,11 @@ def test_single_choice_robust_and_strict():
     got = scores(doc, "C", "C.", "(C)", "**C**", "Answer: C", "C. Video 3", "Video 3", "\\boxed{C}", "C\n")
     assert [r for r, _ in got] == [1.0] * 9
     assert [s for _, s in got] == [1.0] + [0.0] * 8  # the official check is output == answer
-    assert scores(doc, "B", "The answer is C because of the hug") == [(0, 0), (0, 0)]
-    assert cv.score_response(doc, "The answer is C because of the hug")["parse_error"]
+    # issue #17: the answer stated in prose, with an explanation after it, is read (robust mode only)
+    assert scores(doc, "B", "The answer is C because of the hug") == [(0, 0), (1, 0)]
+    assert cv.score_response(doc, "The answer is C because of the hug")["pred"] == "C"
+    # two different answers stated: unparseable, never guessed
+    assert cv.score_response(doc, "The answer is C. No wait, the answer is B.")["parse_error"]
 
 
 def test_pss_order_tolerates_spaces_and_separators():
@@ -256,8 +259,13 @@ def test_sampled_frames_per_label_follow_the_budget():
         doc = doc_for(task, 0)
         counts[task] = [len(s.frames) for s in cv.sample_frames(doc)]
     assert counts["PEA"] == [5, 5, 5]  # 16 // 3, remainder unused
-    assert counts["PI"] == [8, 8]  # beginning 3 s, ending 3 s
-    assert counts["PSS"] == [4, 4, 4, 4]  # four 3-s segments
+    # beginning [0, 3], ending [9, 12] s of a 12-s, 48-frame video at 4 fps: 8 frames each asked. The ending's
+    # times 9, 9.43, ..., 12 s map to frames int(4 t) = 36, 37, 39, 41, 42, 44, 46, 48; frame 48 is past the
+    # last frame (47) and dropped, as the official interval sampler drops it
+    assert counts["PI"] == [8, 7]
+    # four 3-s segments of the 12-s video, 4 frames each asked; segment 3 is [9, 12] s: frames 36, 40, 44, 48, and
+    # 48 is past the last frame (47)
+    assert counts["PSS"] == [4, 4, 3, 4]
     assert counts["MSR"] == [6, 6]  # 8 per view asked, the folders hold 6 frames: never padded
 
 
@@ -326,19 +334,21 @@ def test_each_task_labels_its_videos_as_the_official_scripts(task, labels):
 def test_fsa_prompt_lists_the_sampled_timestamps_in_whole_seconds():
     doc = doc_for("FSA", 1)  # ref [0.5, 2.0]; 6-s videos at 4 fps, 8 frames each
     text = cv.build_messages(doc, cv.sample_frames(doc))[1]["content"][0]["text"]
-    # frames 1, 4, 7, ..., 22 (bin centres) at 4 fps: 0.25, 1, 1.75, 2.5, 3.25, 4, 4.75, 5.5 s, truncated
+    # 24 frames: linspace(0, 23, 8) = 0, 3.29, 6.57, 9.86, 13.14, 16.43, 19.71, 23 -> frames 0, 3, 6, 9, 13,
+    # 16, 19, 23 at 4 fps: 0, 0.75, 1.5, 2.25, 3.25, 4, 4.75, 5.75 s, truncated
     assert "equivalent to the step shown between 0.5s and 2.0s in Video 1?" in text
-    assert "Timestamps of frames sampled from Video 1 are: [0, 1, 1, 2, 3, 4, 4, 5].\n" in text
-    assert "Timestamps of frames sampled from Video 2 are: [0, 1, 1, 2, 3, 4, 4, 5].\n" in text
+    assert "Timestamps of frames sampled from Video 1 are: [0, 0, 1, 2, 3, 4, 4, 5].\n" in text
+    assert "Timestamps of frames sampled from Video 2 are: [0, 0, 1, 2, 3, 4, 4, 5].\n" in text
 
 
 def test_simple_model_text_says_which_frames_belong_to_which_label():
     text = cv.doc_to_text(doc_for("PSS", 1))
     assert text.startswith("You are a helpful video analyzer.\n\nProvide you 3 shuffled segments of a cooking video")
     # 16 frames over 3.5 s (two pieces: 2 s + 1.5 s), 4 s, 4 s: quotas 4.87, 5.57, 5.57 -> 4, 5, 5 plus the
-    # two spare frames to the largest remainders (4.87, then the first 5.57): 5, 6, 5
-    assert "Input frames:\nSegment 1: frames 1-5\nSegment 2: frames 6-11\nSegment 3: frames 12-16\n\nYour answer:" in text
-    assert len(cv.doc_to_visual(doc_for("PSS", 1))) == 16
+    # two spare frames to the largest remainders (4.87, then the first 5.57): 5, 6, 5. Segment 2 is [8, 12] s of a
+    # 12-s, 48-frame video: times 8, 8.8, ..., 12 s -> frames 32, 35, 38, 41, 44, 48, and 48 is past the end: 5 frames
+    assert "Input frames:\nSegment 1: frames 1-5\nSegment 2: frames 6-10\nSegment 3: frames 11-15\n\nYour answer:" in text
+    assert len(cv.doc_to_visual(doc_for("PSS", 1))) == 15
 
 
 def test_pi_prompt_has_no_question_and_braces_in_data_stay_literal():
@@ -535,3 +545,130 @@ def test_duplicate_question_ids_in_a_task_file_are_a_data_error(tmp_path, monkey
         cv.load_docs({"benchmark": "crossvid", "source": "auto"}, "BU")
     message = str(info.value)
     assert f"id {str(records[0]['id'])!r} is used twice (record 0 and record 1)" in message and str(qa) in message
+
+
+# ----------------------------------------------------------------------------------------------- official parity
+
+def test_official_allocation_by_hand():
+    # quotas 10 * 3/6, 10 * 2/6, 10 * 1/6 = 5, 3.33, 1.67 -> floors 5, 3, 1; the spare frame to .67
+    assert cv.official_allocation([3.0, 2.0, 1.0], 10) == [5, 3, 2]
+    assert cv.official_allocation([3.5, 4.0, 4.0], 10) == [3, 4, 3]  # a tie: the earlier group
+    assert cv.official_allocation([0.1, 9.9], 4) == [0, 4]  # quotas .04, 3.96: no frame promised
+    assert cv.official_allocation([0.0, 0.0], 4) == [0, 0]
+    # here a group left empty takes one frame from the largest (an empty label misleads the model)
+    assert cv.frame_budgets("PSS", 4, [0.1, 9.9]) == [1, 3]
+    assert cv.frame_budgets("PSS", 4, [0.1, 9.9], "centre") == [1, 3]
+    assert cv.frame_budgets("PI", 128, [3.0, 1.0]) == [96, 32]
+    assert cv.frame_budgets("BU", 128, [1.0, 1.0, 1.0]) == [42, 42, 42]
+
+
+def test_the_centre_rule_stays_behind_the_source_option():
+    doc = doc_for("FSA", 1, index_rule="centre")  # bin centres of 24 frames in 8 bins: 1, 4, 7, ..., 22
+    text = cv.build_messages(doc, cv.sample_frames(doc))[1]["content"][0]["text"]
+    assert "Timestamps of frames sampled from Video 1 are: [0, 1, 1, 2, 3, 4, 4, 5].\n" in text
+    assert [len(s.frames) for s in cv.sample_frames(doc_for("PI", 0, index_rule="centre"))] == [8, 8]
+    with pytest.raises(DataError, match="'index_rule' must be one of centre, linspace"):
+        cv._options({"index_rule": "middle"})
+
+
+@pytest.mark.parametrize("task", ["PI", "PSS", "PEA", "MOC"])
+def test_both_rules_plan_exactly_the_decoded_frames(task):
+    for doc in docs(task, index_rule="centre") + docs(task):
+        plan, sampled = cv.plan_frames(doc), cv.sample_frames(doc)
+        assert [p[2] for p in plan] == [s.indices for s in sampled]
+
+
+def test_pea_intervals_follow_the_official_time_linspace():
+    from lmms_eval_plugins.synthetic import decode_frame_index
+
+    doc = doc_for("PEA", 0)
+    groups = json.loads(doc["media"])
+    for group, sampled in zip(groups, cv.sample_frames(doc)):
+        (start, end), = group["intervals"]
+        # 5 frames over [start, end] s at 4 fps: times start + j (end - start) / 4, frame int(4 t)
+        expected = sorted({int((start + j * (end - start) / 4) * 4) for j in range(5)} - {32})  # 8-s videos: 32 frames
+        assert sampled.indices == expected == [decode_frame_index(f) for f in sampled.frames]
+
+
+def test_placeholders_are_named_as_the_official_script_names_them():
+    # the i-th placeholder of the question is obj_i; a repeated one keeps its last number
+    question, options, refs = cv.resolve_placeholders("Is {A1} left of {B1}, and is {A1} moving?", ["A. {B2}", "B. no"])
+    assert question == "Is obj_3 left of obj_2, and is obj_3 moving?" and options == ["A. obj_4", "B. no"]
+    assert [(r["placeholder"], r["name"]) for r in refs] == [("A1", "obj_3"), ("B1", "obj_2"), ("B2", "obj_4")]
+    assert [cv.official_ordinal(n) for n in (1, 2, 3, 4, 11, 21, 22, 23)] == [
+        "1st", "2nd", "3rd", "4th", "11th", "21th", "22th", "23th"]
+
+
+@pytest.mark.parametrize("question, options, problem", [
+    ("Which is closer to {B1}?", ["A. {A2}", "B. {B1}"], "placeholder {A2} appears in option 1 but not in the question"),
+    ("Which is closer to {B1}?", ["A. {B1}", "B. none"], None),
+    ("Which is closer to {C1}?", ["A. x"], "the question's {C1} is not a placeholder {A1}..{B5}"),
+    ("Which is closer to {B1}?", ["A. {}"], "option 1 does not format (IndexError"),
+    ("Which is closer to {B1}?", ["A. {{literal}}"], None),
+])
+def test_official_text_problems(question, options, problem):
+    found = cv.official_text_problem(question, options)
+    assert (found is None) if problem is None else found.startswith(problem)
+
+
+def test_records_the_official_script_drops_are_kept_and_counted_or_dropped_in_strict_mode():
+    msr, moc = docs("MSR"), docs("MOC")
+    # MSR 0: {A2} and {B2} only in the options; MOC 1: {A1} (track 4) is boxed in no sampled frame of view A
+    assert [d["official_drop"] for d in msr] == ["placeholder {A2} appears in option 1 but not in the question", ""]
+    assert [d["official_drop"] for d in moc] == ["", "obj_1 annotated in none of the sampled frames of its view"]
+    assert "obj_1 does not appear in the sampled frames of view A" in cv.doc_to_text(moc[1])
+    kept = aggregate([(d, d["oracle_response"]) for d in msr])
+    assert kept["official_dropped"] == 1 and kept["score"] == 100.0 and "official_dropped" not in aggregate(
+        [(d, d["oracle_response"]) for d in docs("PI")])
+    strict = docs("MSR", strict=True)
+    assert [d["id"] for d in strict] == ["1"] and [d["id"] for d in docs("MOC", strict=True)] == ["0"]
+    assert aggregate([(d, d["oracle_response"]) for d in strict])["official_dropped"] == 1
+    item = cv.score_response(msr[0], "B")
+    assert item["official_drop"].startswith("placeholder {A2}") and item["n_official_dropped"] == 1
+
+
+def test_an_object_is_absent_only_when_no_sampled_position_has_its_box():
+    refs = [{"name": "obj_1", "view": "A", "boxes": {"3": {"xtl": 1, "ytl": 1, "xbr": 2, "ybr": 2}}},
+            {"name": "obj_2", "view": "B", "boxes": {"3": None, "4": {"xtl": 1, "ytl": 1, "xbr": 2, "ybr": 2}}}]
+    assert cv.absent_objects(refs, {"A": [0, 3], "B": [0, 3]}) == ["obj_2"]  # a null box is no box
+    assert cv.absent_objects(refs, {"A": [0, 2], "B": [4]}) == ["obj_1"]
+
+
+# ----------------------------------------------------------------------------------------------- CCQA strict
+
+TWO_BLOCKS = ('<score>{"coverage": [true, false], "correctness": [true, false]}</score>\n'
+              'On reflection: <score>{"coverage": [true, true], "correctness": [true, true]}</score>')
+
+
+def test_ccqa_strict_mode_reads_the_first_score_block_as_the_official_scorer():
+    from lmms_eval_plugins.judges.base import ReplyParseError
+    from lmms_eval_plugins.judges.rubric import RubricJudge, parse_rubric_reply
+
+    default_doc, strict_doc = doc_for("CCQA", 0), doc_for("CCQA", 0, strict=True)
+    n = len(json.loads(default_doc["scoring_points"]) if isinstance(default_doc["scoring_points"], str)
+            else default_doc["scoring_points"])
+    assert cv.judge_item("x", default_doc).extra == {} and cv.judge_item("x", strict_doc).extra == {"score_block": "first"}
+    judge = RubricJudge()
+    reply = TWO_BLOCKS.replace("true, false]", ", ".join(["true"] + ["false"] * (n - 1)) + "]").replace(
+        "true, true]", ", ".join(["true"] * n) + "]")
+    with pytest.raises(ReplyParseError, match="exactly one"):
+        judge.parse_reply(reply, cv.judge_item("x", default_doc))  # the default refuses to choose
+    verdict = judge.parse_reply(reply, cv.judge_item("x", strict_doc))
+    assert verdict.detail["coverage"] == [1] + [0] * (n - 1) and verdict.score == pytest.approx(2 / (2 * n))
+    assert parse_rubric_reply(TWO_BLOCKS, 2, first_block=True) == ([1, 0], [1, 0])
+    # the first block is not JSON (single quotes): the official json.loads fails, even with a good second block
+    lenient = "<score>{'coverage': [true, true], 'correctness': [true, true]}</score>" + TWO_BLOCKS
+    with pytest.raises(ReplyParseError, match="not JSON"):
+        parse_rubric_reply(lenient, 2, first_block=True)
+    with pytest.raises(ReplyParseError):
+        parse_rubric_reply(lenient, 2)
+    trailing = '<score>{"coverage": [true, true], "correctness": [true, false],}</score>'
+    with pytest.raises(ReplyParseError, match="not JSON"):
+        parse_rubric_reply(trailing, 2, first_block=True)
+    # extra keys are ignored there; the tags must be lowercase, as the official regular expression
+    extra = '<score>{"coverage": [false, true], "correctness": [false, true], "notes": "ok"}</score>'
+    assert parse_rubric_reply(extra, 2, first_block=True) == ([0, 1], [0, 1])
+    with pytest.raises(ReplyParseError, match="no <score>"):
+        parse_rubric_reply(extra.replace("score>", "SCORE>"), 2, first_block=True)
+    with pytest.raises(ReplyParseError, match="no <score>"):  # opening tags without a closing one
+        parse_rubric_reply("<score>" * 100_000, 2, first_block=True)

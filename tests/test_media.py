@@ -18,7 +18,10 @@ from lmms_eval_plugins.media import (
     VideoRequest,
     as_image_contents,
     as_video_content,
+    folder_positions,
     frame_plan,
+    linspace_indices,
+    linspace_interval_indices,
     load_image,
     resize_down,
     sample_frame_folder,
@@ -394,3 +397,67 @@ def test_images_above_the_pixel_limit_are_refused_before_decoding(tmp_path, monk
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)
     with pytest.raises(MediaError, match="cannot decode image"):
         load_image(path, record_id="q1")
+
+
+# --- the linspace rule: np.linspace(0, n - 1, k) floored; intervals by a linspace in time --------------
+
+
+@pytest.mark.parametrize("args, expected", [
+    ((10, 4), [0, 3, 6, 9]),  # 0, 3, 6, 9 exactly
+    ((100, 4), [0, 33, 66, 99]),  # 0, 33, 66, 99
+    ((6, 3), [0, 2, 5]),  # 0, 2.5, 5
+    ((24, 8), [0, 3, 6, 9, 13, 16, 19, 23]),  # step 23/7 = 3.29: 0, 3.29, 6.57, 9.86, 13.14, 16.43, 19.71, 23
+    ((3, 5), [0, 1, 2]),  # n < k: every frame once
+    ((5, 5), [0, 1, 2, 3, 4]),
+    ((100, 1), [0]),  # one frame: the first
+    ((10, 0), []),
+    ((0, 4), []),
+])
+def test_linspace_indices(args, expected):
+    assert linspace_indices(*args) == expected
+
+
+@pytest.mark.parametrize("total, fps, intervals, k, expected", [
+    (100, 10, [(2, 4)], 5, [20, 25, 30, 35, 40]),  # times 2, 2.5, 3, 3.5, 4 s
+    # pieces end to end: 2 s + 1.5 s; virtual times 0, 0.5, ..., 3.5 -> 0, .5, 1, 1.5 | 3, 3.5, 4, 4.5 s
+    (100, 10, [(0, 2), (3, 4.5)], 8, [0, 5, 10, 15, 30, 35, 40, 45]),
+    (100, 10, [(8, 12)], 3, [80]),  # 8, 10, 12 s -> clamped to 10 s -> frames 80, 100, 100: 100 is past the end
+    (100, 10, [(8, 12)], 1, [80]),  # one frame: the start
+    (100, 10, [(5, 5)], 3, []),  # no piece with start < end
+    (100, 10, [(6, 5), (1, 2)], 2, [10, 20]),  # the reversed piece is ignored
+    (100, 10, [(5, 6), (1, 2)], 4, [13, 20, 50, 56]),  # 5, 5.67 | 1.33, 2 s: sorted, not in piece order
+    (40, 10, [(0, 0.2)], 5, [0, 1, 2]),  # 0, .05, .1, .15, .2 s -> 0, 0, 1, 1, 2: repeats removed
+])
+def test_linspace_interval_indices(total, fps, intervals, k, expected):
+    assert linspace_interval_indices(total, fps, intervals, k) == expected
+
+
+def test_frame_plan_and_folder_positions_take_the_rule():
+    assert frame_plan(100, 10, 4, None) == [12, 37, 62, 87]  # the default is unchanged
+    assert frame_plan(100, 10, 4, None, "linspace") == [0, 33, 66, 99]
+    # the intervals are one group under the linspace rule: 3 s + 1 s, virtual times 0, 1.33, 2.67, 4 ->
+    # 5, 6.33, 7.67 s | 2 s (the end of the last piece) -> frames 50, 63, 76, 20, sorted
+    assert frame_plan(100, 10, 4, [(5, 8), (1, 2)], "linspace") == [20, 50, 63, 76]
+    assert folder_positions(12, 3) == [2, 6, 10] and folder_positions(12, 3, "linspace") == [0, 5, 11]
+    with pytest.raises(ValueError, match="index_rule"):
+        frame_plan(100, 10, 4, None, "middle")
+
+
+def test_sample_video_and_folder_with_the_linspace_rule(videos, frame_folder):
+    whole = sample_video(videos[0], 4, index_rule="linspace")
+    assert whole.indices == decoded(whole) == [0, 33, 66, 99]
+    assert whole.timestamps == pytest.approx([0.0, 3.3, 6.6, 9.9])
+    part = sample_video(videos[0], 5, interval=(2.0, 4.0), index_rule="linspace")
+    assert part.indices == decoded(part) == [20, 25, 30, 35, 40]
+    folder = sample_frame_folder(frame_folder, 3, index_rule="linspace")
+    assert folder.indices == [0, 5, 11] and decoded(folder) == folder.frame_numbers == [5, 55, 115]
+
+
+def test_the_frame_cache_keeps_the_rules_apart(videos, frame_folder, tmp_path, monkeypatch):
+    monkeypatch.setenv("LMMS_EVAL_PLUGINS_FRAME_CACHE", str(tmp_path / "cache"))
+    for _ in range(2):  # the second round is served from the cache
+        centre, lin = sample_video(videos[0], 4), sample_video(videos[0], 4, index_rule="linspace")
+        assert decoded(centre) == centre.indices == [12, 37, 62, 87]
+        assert decoded(lin) == lin.indices == [0, 33, 66, 99]
+        centre, lin = sample_frame_folder(frame_folder, 3), sample_frame_folder(frame_folder, 3, index_rule="linspace")
+        assert decoded(centre) == [25, 65, 105] and decoded(lin) == [5, 55, 115]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shutil
 from pathlib import Path
 
 import pytest
 
-from lmms_eval_plugins.data import SKIPPED
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.testing.task_utils import load_task_utils
 
@@ -65,12 +65,18 @@ TYPE_CASES = [  # reply, letter (None = unparseable)
     ("Let me look at step 2.\nB", "B"), ("B_Reasoning_Error", "B"), ("  D_Knowledge_Deployment_Error\n", "D"),
     ("<think>It could be A.\nA</think>\nC", "C"),  # a reasoning block never counts
     ("**Answer:** B", "B"),
-    # nothing looser
-    ("I think the answer is B", None), ("A or B", None), ("A\nB", None), ("E", None), ("N", None),
-    ("Answer: the reasoning error", None), ("B_Reasoning_Error because step 2 is wrong", None),
-    ("Reasoning Error", None), ("B: Reasoning error", None), ("A. A_Visual_Perception_Error", None),
+    # robust beyond the official tolerance (the core rules found nothing; tests/data/answer_corpus/mmerror.jsonl)
+    ("I think the answer is B", "B"), ("The answer is C.", "C"), ("Option D", "D"), ("Answer: (A)", "A"),
+    ("Answer: the reasoning error", "B"), ("B_Reasoning_Error because step 2 is wrong", "B"),
+    ("Reasoning Error", "B"), ("B: Reasoning error", "B"), ("A. A_Visual_Perception_Error", "A"),
+    ("answer: b", "B"), ("\uff22", "B"), ("\\text{C}", "C"), ("I would choose option C.", "C"),
+    ("It is a knowledge application error.", "D"),
+    # still unparseable: no answer, two answers, or a letter outside the options
+    ("A or B", None), ("A\nB", None), ("E", None), ("N", None), ("Answer: E", None), ("maybe C?", None),
+    ("Not a visual perception error but a reasoning error", None),  # two names: not guessed
+    ("the answer is a reasoning-heavy one", None),  # lowercase "a" is an article, not option A
     ("", None), ("   ", None), ("<think>B", None),  # unfinished thinking is no answer
-    ("answer: b", None),  # lowercase only as the whole reply
+    ("<think>The answer is B", None),
     (None, None), ("A" * 100_000, None),
 ]
 
@@ -86,8 +92,13 @@ PRESENCE_CASES = [
     ("P", "P"), ("N", "N"), ("n", "N"), ("N.", "N"), ("**N**", "N"), ("(N)", "N"), ("\\boxed{P}", "P"),
     ("Answer: N", "N"), ("Output: P", "P"), ("<think>hmm, step 2?</think>N", "N"),
     ("No Error", "N"), ("no error.", "N"), ("Error Present", "P"), ("none", "N"), ("Error", "P"),
-    # decision: "no error" inside a longer reply is not read (the official parser would say N)
-    ("There is no error.", None), ("The reasoning has no error present", None),
+    # a reply that opens with a plain sentence saying so, and says nothing against it
+    ("There is no error.", "N"), ("There is no error in the reasoning.", "N"), ("The reasoning is correct.", "N"),
+    ("Yes, there is an error in step 3.", "P"), ("The reasoning contains an error.", "P"),
+    ("No Error. Every step follows from the image.", "N"), ("Answer: Error Present", "P"), ("\uff2e", "N"),
+    # decision: "no error" inside a longer or qualified reply is not read (the official parser would say N)
+    ("The reasoning has no error present", None), ("No error in step 1, but step 3 misreads the axis.", None),
+    ("There is no error in the arithmetic, but the chart is misread.", None),
     ("Y", None), ("PN", None), ("P or N", None), ("A", None), ("", None),
 ]
 
@@ -319,7 +330,8 @@ def test_missing_images_can_be_skipped_and_are_counted(tmp_path, monkeypatch):
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA", "1")
     _write(tmp_path, [_record(), _record(question_id="MMErroR_00002")])
     (tmp_path / "data" / "images" / "MMErroR_00001.png").unlink()
-    assert [r["question_id"] for r in _load(tmp_path)] == ["MMErroR_00002"] and SKIPPED["mmerror"] == 1
+    records = _load(tmp_path)
+    assert [r["question_id"] for r in records] == ["MMErroR_00002"] and records.skipped == {"missing media": 1}
 
 
 def test_local_root_and_hub_read_the_same_layout(tmp_path, monkeypatch):
@@ -341,3 +353,129 @@ def test_local_root_and_hub_read_the_same_layout(tmp_path, monkeypatch):
                                             local_layout=""))
     assert calls == [("s-u-do/mmerror-benchmark", ["data/jsons/*", "data/images/*"])]
     assert [r["question_id"] for r in hub] == [r["question_id"] for r in local]
+
+
+# ------------------------------------------------------------------------------------------ official parity
+
+OFFICIAL_TYPE_CASES = [  # reply, the official normalize_label's letter (checked by running it, commit b5fc9f8)
+    ("A\nAnswer: B", "A"),            # bare-letter lines come before Answer: lines
+    ("Answer: A\nAnswer: B", None),   # Answer: lines must agree
+    ("Answer: B\nFinal answer: B", "B"),
+    ("[B]", None), ("b_reasoning_error", None), ("B_Reasoning_Error", "B"), ("Answer: b", "B"), ("(c).", "C"),
+    ("**B**", "B"), ("$B$", "B"), ("\\boxed{B}", "B"), ("\\boxed{\\text{B}}", "B"), ("\\boxed{A} or \\boxed{B}", None),
+    ("<think>A</think>B", None),      # tags removed, content kept: "AB"
+    ("<think>\nA\n</think>\nA", "A"), ("<think>\nA\n</think>\nB", None),
+    ("The answer is B.", None), ("Option B", None), ("Ｂ", None), ("", None), (None, None),
+    ("B" + " " * 50_000 + "x", None),  # linear where the official regular expression backtracks
+]
+
+
+@pytest.mark.parametrize("reply, letter", OFFICIAL_TYPE_CASES)
+def test_official_type_parser(reply, letter):
+    assert mm.official_type(reply) == letter
+
+
+OFFICIAL_PRESENCE_CASES = [
+    ("P", "P"), ("n.", "N"), ("N!", "N"), ("**N**", None), ("There is no error in the reasoning.", "N"),
+    ("No error in step 1, but step 3 misreads the axis.", "N"), ("error present", "P"), ("none", "N"),
+    ("None.", None), ("Error", "P"), ("<think>hmm</think>N", None), ("Answer: N", None), ("", None),
+]
+
+
+@pytest.mark.parametrize("reply, letter", OFFICIAL_PRESENCE_CASES)
+def test_official_presence_parser(reply, letter):
+    assert mm.official_presence(reply) == letter
+
+
+def test_etc_official_accuracies_by_hand():
+    pairs = [
+        (_doc(A, qid="q0"), "A"),                      # both parsers: right
+        (_doc(B, qid="q1"), "The answer is B."),       # robust right; official unparsed
+        (_doc(A, qid="q2"), "A\nAnswer: B"),           # robust B (wrong); official A (right)
+        (_doc(C, qid="q3"), "Answer: A\nAnswer: C"),   # robust C (last Answer: line); official unparsed
+        (_doc(D, qid="q4"), "B"),                      # both wrong
+    ]
+    m = run_etc(pairs)
+    assert m["accuracy"] == pytest.approx(60.0) and m["parse_fail"] == 0       # q0, q1, q3 of 5
+    assert m["official_parse_fail"] == 2                                       # q1, q3
+    assert m["official_accuracy"] == pytest.approx(100 * 2 / 3)                # q0, q2 of the 3 parsed
+    assert m["official_strict_accuracy"] == pytest.approx(40.0)                # q0, q2 of all 5
+    item = mm.process_results_etc(_doc(A), ["A\nAnswer: B"])["accuracy"]
+    assert item["official_pred"] == A and item["official_correct"] is True and item["pred"] == B
+
+
+def test_epd_official_accuracies_replay_both_stages_with_the_official_parser():
+    samples = [  # label, domain, stage 1, stage 2
+        (A, "M", "P", "A"),                                      # right in both
+        (E, "M", "There is no error in the reasoning.", "A"),    # official N -> E_NoError, right; robust N too
+        (C, "M", "No error in step 1, but step 3 is wrong.", "C"),  # official N (wrong); robust unparsed
+        (B, "M", "**P**", "B"),                                  # official stage 1 unparsed; robust right
+        (D, "M", "P", "[D]"),                                    # official stage 2 unparsed; robust right
+        (A, "M", "P", "A\nAnswer: C"),                           # official A (right); robust C (wrong)
+    ]
+    m = run_epd(samples)
+    assert m["accuracy"] == pytest.approx(100 * 4 / 6) and m["parse_fail"] == 1
+    assert m["official_parse_fail"] == 2
+    assert m["official_accuracy"] == pytest.approx(100 * 3 / 4)   # q0, q1, q5 of the 4 parsed
+    assert m["official_strict_accuracy"] == pytest.approx(50.0)   # q0, q1, q5 of 6
+    # the robust numbers are those of the replay without the official parser
+    outcomes, _ = mm.replay_epd([x["accuracy"] for x in (
+        mm.process_results_epd(_doc(lab, dom, f"q{i}", stage=st), [r])
+        for i, (lab, dom, s1, s2) in enumerate(samples) for st, r in (("presence", s1), ("type", s2)))], official=True)
+    assert [o["pred"] for o in outcomes] == [A, E, E, None, None, A]
+    assert outcomes[3]["parse_error"].startswith("stage 1:") and outcomes[4]["parse_error"].startswith("stage 2:")
+
+
+def test_official_accuracy_is_nan_when_nothing_parsed():
+    # decision: correct / parsed is undefined with nothing parsed: NaN (the official report prints 0 there);
+    # official_parse_fail says why, and official_strict_accuracy is 0
+    m = run_etc([(_doc(A, qid="q0"), "The answer is A."), (_doc(B, qid="q1"), "[B]")])
+    assert math.isnan(m["official_accuracy"]) and m["official_strict_accuracy"] == 0.0 and m["official_parse_fail"] == 2
+    assert m["accuracy"] == 100.0  # the robust parser reads both
+    assert math.isnan(mm.agg_official_accuracy([])) and mm.agg_official_strict_accuracy([]) == 0.0
+    epd = run_epd([(A, "M", "**P**", "A")])
+    assert math.isnan(epd["official_accuracy"]) and epd["official_parse_fail"] == 1
+
+
+def _spec_metric(task_yaml, name):
+    from lmms_eval_plugins.benchmarks.mmerror.spec import BENCHMARK
+    return next(m for m in BENCHMARK.metric_lists[task_yaml] if m.name == name)
+
+
+def test_official_accuracy_error_bar_is_a_bootstrap_that_drops_resamples_parsing_nothing():
+    from lmms_eval_plugins import errorbars, stats
+    from lmms_eval_plugins.benchmarks.mmerror.spec import BENCHMARK
+    metric = _spec_metric("_etc_template_yaml", "official_accuracy")
+    assert metric.item_score == "" and errorbars.has_error_bar(metric)  # a ratio: never the mean-of-items formula
+    # 40 parsed (half right) and 40 unparsed: the bootstrap of correct/parsed, about 100*sqrt(.25/40) = 7.9
+    replies = [(_doc(A, qid=f"q{i}"), "A" if i % 2 else "B") for i in range(40)]
+    replies += [(_doc(A, qid=f"u{i}"), "[A]") for i in range(40)]
+    items = [mm.process_results_etc(d, [r])["official_accuracy"] for d, r in replies]
+    se = errorbars.metric_stderr(BENCHMARK, metric, mm.agg_official_accuracy, items, iterations=400)
+    assert se == pytest.approx(100 * math.sqrt(0.25 / 40), rel=0.2)
+    # nothing parsed: no error bar (every resample is NaN and dropped), never a misleading 0
+    unparsed = [mm.process_results_etc(_doc(A, qid=f"u{i}"), ["[A]"])["official_accuracy"] for i in range(20)]
+    assert errorbars.metric_stderr(BENCHMARK, metric, mm.agg_official_accuracy, unparsed, iterations=200) is None
+    # few parsed: resamples that parse nothing are left out, not counted as 0 (all parsed are right: 0 spread)
+    few = [mm.process_results_etc(_doc(A, qid="p0"), ["A"])["official_accuracy"]] + unparsed
+    assert stats.bootstrap_stderr(mm.agg_official_accuracy, few, iterations=200) in (None, 0.0)
+
+
+def test_official_strict_accuracy_error_bar():
+    from lmms_eval_plugins import errorbars
+    from lmms_eval_plugins.benchmarks.mmerror.spec import BENCHMARK
+    etc = _spec_metric("_etc_template_yaml", "official_strict_accuracy")
+    assert etc.item_score == "official_correct"  # ETC: a mean of per-question 0/1, the analytic error
+    items = [mm.process_results_etc(_doc(A, qid=f"q{i}"), ["A" if i % 4 == 0 else "[A]"])["official_strict_accuracy"]
+             for i in range(40)]
+    assert errorbars.metric_stderr(BENCHMARK, etc, mm.agg_official_strict_accuracy, items) == pytest.approx(
+        100 * math.sqrt(0.25 * 0.75 / 39), rel=1e-6)
+    assert _spec_metric("_epd_template_yaml", "official_strict_accuracy").item_score == ""  # EPD: replayed, bootstrap
+
+
+def test_official_metrics_are_null_while_a_request_failed():
+    failed = "[LMMS_EVAL_REQUEST_FAILED after 5 retries] Connection error."
+    m = run_etc([(_doc(A, qid="q0"), "A"), (_doc(B, qid="q1"), failed)])
+    assert m["official_accuracy"] is None and m["official_strict_accuracy"] is None and m["official_parse_fail"] is None
+    epd = run_epd([(A, "M", "P", "A"), (B, "M", failed, "B")])
+    assert epd["official_accuracy"] is None and epd["official_strict_accuracy"] is None

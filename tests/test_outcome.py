@@ -75,6 +75,9 @@ def test_each_task_nulls_its_metrics_and_counts_the_failed_sample(benchmark, pro
         aggregate = getattr(utils, f"agg_{metric}", None) or getattr(utils, f"agg_{metric.replace(benchmark + '_', '')}", None)
         if aggregate is None or metric == "unscored":
             continue
+        if metric in (outcome.SKIPPED_METRIC, outcome.SKIPPED_BY_REASON_METRIC):  # the run's, not the sample's
+            assert aggregate([good[metric], bad[metric]]) is not None, metric
+            continue
         assert aggregate([good[metric]]) is not None, metric
         assert aggregate([good[metric], bad[metric]]) is None, metric
     assert utils.agg_unscored([good["unscored"], bad["unscored"]]) == 1
@@ -85,3 +88,78 @@ def _first_doc(utils, benchmark, process):
                     "process_results_etc": "process_docs_etc"}.get(process, "process_docs_bu")
     source = {"benchmark": benchmark, "source": "sample", **({"frames": 4} if benchmark == "crossvid" else {})}
     return list(getattr(utils, process_docs)([source]))[0]
+
+
+# ----------------------------------------------------------------------------------------------- skipped records
+
+def test_skipped_records_are_counted_by_reason_per_call(tmp_path, monkeypatch):
+    from lmms_eval_plugins.data import keep_records_with_media
+    from lmms_eval_plugins.errors import MediaError
+
+    present = tmp_path / "broken.mp4"
+    present.write_bytes(b"not a video")
+
+    def check(record):
+        if record == "gone":
+            raise MediaError("video not found", record=record, path=str(tmp_path / "gone.mp4"))
+        if record == "broken":
+            raise MediaError("cannot decode", record=record, path=str(present))
+
+    monkeypatch.setenv("LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA", "1")
+    kept = keep_records_with_media("bench", ["ok", "gone", "broken", "gone", "ok2"], check, skipped={"no label": 2})
+    assert list(kept) == ["ok", "ok2"]
+    assert kept.skipped == {"missing media": 2, "no label": 2, "unreadable media": 1}
+    # a second call is its own count: no state is carried between runs
+    assert keep_records_with_media("bench", ["ok"], check).skipped == {}
+    monkeypatch.delenv("LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA")
+    with pytest.raises(MediaError, match="not found"):
+        keep_records_with_media("bench", ["gone"], check)
+
+
+def test_skipped_counts_travel_on_docs_to_the_aggregation():
+    from lmms_eval_plugins.data import Kept, stamp_skipped
+
+    records = Kept(["a", "b"])
+    records.skipped = {"missing media": 3, "no label": 1}
+    docs = stamp_skipped([{"id": 1}, {"id": 2}], records)
+    items = [outcome.with_unscored({"acc": {"correct": True}}, ["A"], doc=docs[0]),
+             outcome.with_unscored({"acc": {"correct": False}}, [FAILED], doc=docs[1])]
+    skipped = [i["skipped"] for i in items]
+    assert outcome.agg_skipped(skipped) == 4
+    assert outcome.agg_skipped_by_reason([i["skipped_by_reason"] for i in items]) == {"missing media": 3, "no label": 1}
+    # a failed request makes its metrics unscored, never the run's skipped counts
+    assert outcome.is_unscored(items[1]["acc"]) and not outcome.is_unscored(items[1]["skipped"])
+    assert outcome.guard(outcome.agg_skipped)(skipped) == 4
+    # nothing skipped: 0 and an empty dict, never a missing metric
+    none = stamp_skipped([{"id": 1}], Kept(["a"]))
+    item = outcome.with_unscored({}, ["A"], doc=none[0])
+    assert outcome.agg_skipped([item["skipped"]]) == 0 and outcome.agg_skipped_by_reason([item["skipped"]]) == {}
+
+
+@pytest.mark.parametrize("raw", ["not json", "[1, 2]", '{"missing media": "3"}', None])
+def test_a_malformed_skipped_stamp_counts_nothing(raw):
+    assert outcome.agg_skipped([{outcome.SKIPPED_FIELD: raw}]) == 0
+
+
+def test_mmerror_counts_unlabelled_and_missing_media_records_apart(tmp_path, monkeypatch):
+    import json
+    import shutil
+
+    from lmms_eval_plugins.benchmarks.mmerror import tasks as mm
+
+    base = {"question": "Q?", "correct_answer": "1", "error_reason": "Step 1: r.", "domain": "M", "subdomain": "s"}
+    records = [{**base, "question_id": "MMErroR_00001", "label": "B_Reasoning_Error"},
+               {**base, "question_id": "MMErroR_00002", "label": ""},
+               {**base, "question_id": "MMErroR_00003", "label": "A_Visual_Perception_Error"},
+               {**base, "question_id": "MMErroR_00004", "label": "B_Reasoning_Error"}]
+    (tmp_path / "data" / "jsons").mkdir(parents=True)
+    (tmp_path / "data" / "images").mkdir()
+    png = next((mm.SAMPLE_DIR / "data" / "images").glob("*.png"))
+    for record in records:
+        (tmp_path / "data" / "jsons" / f"{record['question_id']}.json").write_text(json.dumps(record))
+        if record["question_id"] != "MMErroR_00003":
+            shutil.copy(png, tmp_path / "data" / "images" / f"{record['question_id']}.png")
+    monkeypatch.setenv("LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA", "1")
+    kept = mm.load_records(mm.resolve_source("mmerror", "sample", sample_dir=tmp_path, hub_repo=None, local_layout=""))
+    assert [r["question_id"] for r in kept] == ["MMErroR_00001", "MMErroR_00004"]
+    assert kept.skipped == {"missing media": 1, "no label": 1}

@@ -675,3 +675,198 @@ def test_parse_interval_roundtrip(a, b, template, clock):
 @given(st.integers(1, 30), st.sampled_from(["Error Step: Step {}", "Error Step: step{}", "Error Step: {}", "Step {}"]))
 def test_parse_step_roundtrip(n, template):
     assert parse_step(template.format(n), max_step=30).value == n
+
+
+# --------------------------------------------------------------------------------------------
+# parse_option_letter(prose=True): the answers real models write (issue 17)
+
+EIGHT = "ABCDEFGH"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("The answer is B.", "B"),
+        ("Option B", "B"),
+        ("B. because the water boils", "B"),
+        ("B because the water boils", "B"),
+        ("The correct answer is (C) since the pot boils over", "C"),
+        ("Ｂ", "B"),  # full-width letter
+        ("（Ｄ）", "D"),
+        ("答案：Ｃ", "C"),
+        ("$\\text{B}$", "B"),
+        ("The answer is $\\boxed{\\text{F}}$.", "F"),
+        ("<answer>G</answer>", "G"),
+        ("A man is cooking, so the answer is C", "C"),  # the article "A" is not option A
+        ("A. A man walks away", "A"),  # "A." is a label
+        ("The best choice is A, as the man leaves", "A"),
+        ("I think the answer is B because A is wrong", "B"),  # rejected without prose (rules above)
+        ("Answer: B. The logic is wrong", "B"),  # likewise
+        ("I would choose option H.", "H"),
+        ("B is the correct answer.", "B"),
+        ("It shows him tasting the sauce. Therefore, F.", "F"),
+        ("**B. The man pours the pasta.**\n\nOption A is less likely.", "B"),  # a statement level beats a mention
+        ("The answer is B. The man pours the pasta because", "B"),  # cut off after the letter
+        ("The answer is B/B", "B"),  # the same letter twice is no hedge
+    ],
+)
+def test_parse_option_letter_prose_accepts(text, expected):
+    got = parse_option_letter(text, EIGHT, prose=True)
+    assert got.ok, got.error
+    assert got.value == expected
+
+
+@pytest.mark.parametrize(
+    "text, reason_part",
+    [
+        ("The answer is B or D.", "ambiguous: several letters (B, D)"),
+        ("The answer is B, C", "ambiguous: several letters (B, C)"),
+        ("The answer is A. Wait, no, the answer is C.", "ambiguous: several letters (A, C)"),
+        ("Option A or option C?", "ambiguous: several letters (A, C)"),
+        ("A. The man turns off the stove.\nB. The man pours the pasta.", "ambiguous: several letters (A, B)"),
+        ("The answer is A man walking away", "no option letter found"),  # "A man": the article
+        ("A woman enters the kitchen.", "no option letter found"),
+        ("Based on the video, nothing fits.", "no option letter found"),  # "B" inside a word
+        ("The answer is", "no option letter found"),  # cut off before the letter
+        ("<think>The answer is B", "empty output after removing reasoning"),  # cut off while thinking
+        ("The answer is Z.", "no option letter found"),  # not an option
+        ("answer: b", "no option letter found"),  # lowercase only as the whole output
+    ],
+)
+def test_parse_option_letter_prose_rejects(text, reason_part):
+    got = parse_option_letter(text, EIGHT, prose=True)
+    assert not got.ok
+    assert reason_part in got.error
+
+
+def test_prose_mode_keeps_the_earlier_rules_first():
+    # an Answer: line and a box decide before prose does; the default mode is unchanged
+    assert parse_option_letter("The answer is A.\nAnswer: C", EIGHT, prose=True).value == "C"
+    assert parse_option_letter("The answer is A, so \\boxed{D}", EIGHT, prose=True).value == "D"
+    assert parse_option_letter("A\nC", EIGHT, prose=True).error == "ambiguous: several letters (A, C)"
+    assert not parse_option_letter("The answer is B.", EIGHT).ok
+    assert not parse_option_letter("Ｂ", EIGHT).ok
+
+
+# --------------------------------------------------------------------------------------------
+# interval forms (issue 17)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("[12s]-[20s]", (12.0, 20.0)),
+        ("[00:12]-[00:20]", (12.0, 20.0)),
+        ("[00:12] to [00:20]", (12.0, 20.0)),
+        ("12-20s", (12.0, 20.0)),
+        ("0:12–0:20", (12.0, 20.0)),
+        ("from 12 s to 20 s", (12.0, 20.0)),
+        ("between 12 and 20 seconds", (12.0, 20.0)),
+        ("00:12 until 00:20", (12.0, 20.0)),
+    ],
+)
+def test_parse_interval_model_forms(text, expected):
+    assert parse_interval(text).value == pytest.approx(expected)
+
+
+def test_bracketed_ends_need_a_dash_not_a_comma():
+    # "[12s], [20s]" lists two moments; a comma pairs ends only inside one bracket ("[12, 20]")
+    assert not parse_interval("[12s], [20s]").ok
+    assert parse_intervals("[00:12]-[00:20],[00:31]-[00:35]") == [(12.0, 20.0), (31.0, 35.0)]
+
+
+def test_parse_intervals_clock_first():
+    text = "[00:12-00:20] (the ball bounces 2-3 times)"
+    assert parse_intervals(text) == [(12.0, 20.0), (2.0, 3.0)]
+    assert parse_intervals(text, clock_first=True) == [(12.0, 20.0)]
+    assert parse_intervals("2-3 and 5-8", clock_first=True) == [(2.0, 3.0), (5.0, 8.0)]  # no clock times: all
+
+
+# --------------------------------------------------------------------------------------------
+# ErrorRadar forms (issue 17)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("**Error Step:** 3", 3),
+        ("the first error is in step 3", 3),
+        ("\\boxed{3}", 3),
+        ("The first incorrect step is \\boxed{3}.", 3),  # a box holding only a step
+        ("Error Step: \\boxed{Step 3}", 3),
+        ("Error Step：Step 3", 3),  # full-width colon
+        ("First \\boxed{2}, then on reflection \\boxed{Step 4}", 4),  # the last box
+    ],
+)
+def test_parse_step_model_forms(text, expected):
+    assert parse_step(text, label="Error Step", max_step=8).value == expected
+
+
+def test_parse_step_box_must_hold_only_a_step():
+    assert not parse_step("The area is \\boxed{12 cm}", label="Error Step", max_step=8).ok
+    assert parse_step("\\boxed{9}", label="Error Step", max_step=8).error == "step 9 out of range 1..8"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Error Category: CALCULATION ERROR", "CAL"),
+        ("**Error Category: Visual Perception Error**", "VIS"),
+        ("Error Category: **Reasoning Error**\n\nThe student assumed congruence.", "REAS"),
+        ("### Error Category\nKnowledge Error", "KNOW"),
+        ("Error Category: $\\boxed{\\text{Calculation Error}}$", "CAL"),
+        ("Error Category: Knowledge Error\n\nIt is not a calculation error.", "KNOW"),  # the label's line only
+    ],
+)
+def test_match_category_model_forms(text, expected):
+    assert match_category(text, ERRORRADAR_KEYWORDS, label="Error Category").value == expected
+
+
+# --------------------------------------------------------------------------------------------
+# the new rules stay linear (tests/test_hostile_text.py times parse_option_letter without prose)
+
+PROSE_SHAPES = {
+    "answer_is": lambda n: "the answer is " * (n // 14),
+    "hedges": lambda n: "The answer is B or " * (n // 19),
+    "option_runs": lambda n: "Option " * (n // 7),
+    "letter_lines": lambda n: "A. \n" * (n // 4),
+    "so_comma": lambda n: "so, " * (n // 4),
+    "answer_tags": lambda n: "<answer>" * (n // 8),
+    "fullwidth": lambda n: "Ｂ（" * (n // 2),
+    "spaces_after_answer": lambda n: "The answer is" + " " * n + "x",
+    "bracket_dash_spaces": lambda n: "12] - " + " " * n + "x",
+    "between_spaces": lambda n: "between 12" + " " * n + "x",
+    "boxed_steps": lambda n: "\\boxed{Step 3} " * (n // 15),
+}
+
+
+@pytest.mark.parametrize("shape", list(PROSE_SHAPES))
+def test_prose_rules_are_linear(shape):
+    funcs = [lambda t: parse_option_letter(t, EIGHT, prose=True), parse_interval, parse_step]
+    for f in funcs:
+        small, big = PROSE_SHAPES[shape](1_000), PROSE_SHAPES[shape](200_000)
+        t_small = min(_timed(f, small) for _ in range(3))
+        t_big = min(_timed(f, big) for _ in range(2))  # the faster of two: a busy machine slows one
+        # linear: about 200 x; quadratic: about 40,000 x
+        assert t_big < 1500 * t_small + 0.1, (shape, f, t_small, t_big)
+
+
+def _timed(f, text):
+    start = time.perf_counter()
+    f(text)
+    return time.perf_counter() - start
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("The answer is AC.", {"A", "C"}),
+    ("ＡＣ", {"A", "C"}),  # full-width letters
+    ("The correct answers are A and C", {"A", "C"}),
+    ("Reasoning first.\nI choose B, D", {"B", "D"}),
+    ("I think the answer is A, but C also", None),  # prose after the letters: not a list
+    ("The answer is A. Because the man ...", None),
+    ("The answer is AX.", None),  # X is no option
+])
+def test_letter_set_prose_reads_stated_answers(text, expected):
+    got = parse_letter_set(text, "ABCD", prose=True)
+    assert (set(got.value) if got.ok else None) == expected
+    assert not parse_letter_set(text, "ABCD").ok  # the default stays strict on every one of them

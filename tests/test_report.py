@@ -8,6 +8,7 @@ JSON files, so the tests follow whatever benchmarks the fixtures hold.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import re
@@ -470,6 +471,10 @@ def test_report_renders_in_headless_chromium(built, tmp_path):
     binary = _chromium()
     seen = check_report_in_browser(built["out"] / "report.html", tmp_path / "shots", binary=binary)
     assert seen["errors"] == [], seen["errors"]
+    # Every table fits a 1280-pixel window (all <details> open): no page-wide scroll, no table scrolled in its box.
+    assert seen["window_width"] == 1280 and seen["tables"] > 20
+    assert seen["page_width_open"] <= 1280 and seen["width"] <= 1280, seen
+    assert seen["overflow"] == [], seen["overflow"]
     assert seen["scripts"] == 0
     assert seen["external"] == []
     assert seen["images"] and all(i["complete"] and i["w"] > 0 and i["h"] > 0 and i["inline"] for i in seen["images"])
@@ -524,3 +529,32 @@ def test_judge_failures_by_reason_are_summed_over_models():
     data = {"failures_by_reason": {"gpt-4o": {"HTTP 500": 3, "timeout after 60 s": 1}, "gpt-4.1": {"HTTP 500": 2}}}
     assert report.failure_reasons(data) == "HTTP 500: 5, timeout after 60 s: 1"
     assert report.failure_reasons({}) == "—"
+
+
+def test_skipped_records_are_shown_by_reason_instead_of_the_total():
+    metrics = {"score": 50.0, "skipped": 3, "skipped_by_reason": {"missing media": 2, "no label": 1}, "parse_fail": 2}
+    assert report.count_note(metrics) == "2 skipped (missing media), 1 skipped (no label), 2 unparseable"
+    assert [c[:2] for c in report.counts_of({"skipped": 0, "skipped_by_reason": {}})] == [("skipped", "skipped")]
+
+
+def test_runs_table_and_header_show_the_installed_versions(tmp_path):
+    from lmms_eval_plugins import provenance
+
+    folder = tmp_path / "out" / "model"
+    folder.mkdir(parents=True)
+    base = {"results": {"errorradar_step": {"alias": "x", "step_acc,none": 50.0}}, "config": {"model": "m", "model_args": ""},
+            "lmms_eval_version": "unknown@unknown"}
+    (folder / "20250101_000000_results.json").write_text(json.dumps(
+        {**base, provenance.RESULTS_KEY: {"lmms-eval": "0.7.3", "lmms-eval-plugins": "0.1.0", "lmms-eval-plugins commit": "abc1234"}}))
+    old = tmp_path / "old" / "model"
+    old.mkdir(parents=True)
+    (old / "20250101_000000_results.json").write_text(json.dumps(base))
+    out = tmp_path / "report"
+    assert report.main([str(folder), str(old), "--label", "new", "--label", "old", "-o", str(out), "--no-plots"]) == 0
+    page = (out / "report.html").read_text()
+    tables, _ = html_tables(page)
+    assert tables["runs"]["new"]["lmms-eval"] == "0.7.3" and tables["runs"]["new"]["lmms-eval-plugins"] == "0.1.0 (abc1234)"
+    assert tables["runs"]["old"]["lmms-eval"] == "— (not recorded)" == tables["runs"]["old"]["lmms-eval-plugins"]
+    header = page.split("</header>")[0]
+    assert f"lmms-eval {importlib.metadata.version('lmms-eval')}" in header and "lmms-eval-plugins 0.1.0" in header
+    assert "unknown@unknown" not in page

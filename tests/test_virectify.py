@@ -364,6 +364,11 @@ def _load(folder: Path, records):
     (lambda r: r.update(solution=[]), "solution must be"),
     (lambda r: r.pop("answer"), "missing field(s) answer"),
     (lambda r: r.update(video="../../etc/passwd"), "escapes"),
+    # the first sample record: 4 solution steps, a 10.0 s video
+    (lambda r: r["error_graph"].update(step4=["step7"]), "error_graph names step(s) 7, but the solution has 4 step(s)"),
+    (lambda r: r["error_graph"].update(step9=["step2"]), "error_graph names step(s) 9"),
+    (lambda r: r.update(timestamps=[[1.0, 4.0], [8.0, 11.5]]), "timestamps [(8.0, 11.5)] lie past the end of the video (10.00 s)"),
+    (lambda r: r.update(timestamps=[[10.0, 10.5]]), "lie past the end of the video"),
 ])
 def test_malformed_records_name_the_record_and_the_fix(tmp_path, edit, message):
     record = _records()[0]
@@ -376,11 +381,17 @@ def test_malformed_records_name_the_record_and_the_fix(tmp_path, edit, message):
 def test_record_spellings_are_normalised(tmp_path):
     record = {**_records()[0], "domain": "Situated Decision-Making", "error_type": "Visual Perception Error",
               "solution": ["It drops.", "It bounces twice."], "error_identify": {"Step 1": ["1", ""], "step_2": [0, "x"]},
-              "timestamps": "[00:01-00:04]"}
+              "error_graph": {"step2": ["step2"]}, "timestamps": "[00:01-00:04]"}
     (loaded,) = _load(tmp_path / "virectify", [record])
     assert loaded["domain"] == "embodied_decision" and loaded["error_type"] == "visual_perception"
     assert loaded["solution"] == ["Step 1: It drops.", "Step 2: It bounces twice."]
     assert loaded["labels"] == {1: "1", 2: "0"} and loaded["intervals"] == [(1.0, 4.0)]
+
+
+def test_key_times_may_end_within_a_second_of_the_video_end(tmp_path):
+    record = {**_records()[0], "timestamps": [[8.0, 10.0 + vr.TIMESTAMP_END_TOLERANCE_S]]}
+    (loaded,) = _load(tmp_path / "virectify", [record])
+    assert loaded["intervals"] == [(8.0, 11.0)]
 
 
 def test_missing_video_is_an_error_naming_the_record_or_skipped(tmp_path, monkeypatch):

@@ -108,13 +108,22 @@ _PAGE_PROBE = """(() => {
   const refs = [...document.querySelectorAll('[src],[href]')].map(e => e.getAttribute('src') || e.getAttribute('href'));
   const anchors = refs.filter(r => r.startsWith('#')).map(r => ({ref: r, ok: !!document.getElementById(r.slice(1))}));
   const external = refs.filter(r => !r.startsWith('#') && !r.startsWith('data:'));
+  // Tables wider than the window, or scrolled inside their wrapper, with every <details> open.
+  document.querySelectorAll('details').forEach(d => d.open = true);
+  const page = document.documentElement.scrollWidth;
+  const tables = [...document.querySelectorAll('table')];
+  const overflow = tables.map(t => {
+    const r = t.getBoundingClientRect(), p = t.parentElement;
+    return {id: t.id, right: Math.round(r.right), hidden: p && p.scrollWidth > p.clientWidth + 1 ? p.scrollWidth - p.clientWidth : 0};
+  }).filter(t => t.right > window.innerWidth + 1 || t.hidden);
   document.querySelectorAll('details').forEach(d => d.open = false);
   const sections = [...document.querySelectorAll('section')].map(s => {
     const r = s.getBoundingClientRect();
     return {id: s.id, x: r.left + window.scrollX, y: r.top + window.scrollY, w: r.width, h: r.height};
   });
   return JSON.stringify({imgs, anchors, external, sections, scripts: document.scripts.length,
-                         width: document.documentElement.scrollWidth, title: document.title});
+                         width: document.documentElement.scrollWidth, title: document.title,
+                         page_width_open: page, window_width: window.innerWidth, tables: tables.length, overflow});
 })()"""
 
 
@@ -278,7 +287,9 @@ def check_report_in_browser(html_path: Path, shots_dir: Path | None = None, *, w
         finally:
             tools.close()
     return {"images": found["imgs"], "anchors": found["anchors"], "external": found["external"], "errors": errors,
-            "sections": found["sections"], "scripts": found["scripts"], "title": found["title"], "screenshots": shots}
+            "sections": found["sections"], "scripts": found["scripts"], "title": found["title"], "screenshots": shots,
+            "width": found["width"], "page_width_open": found["page_width_open"], "window_width": found["window_width"],
+            "tables": found["tables"], "overflow": found["overflow"]}
 
 
 def save_screenshot(dest: Path, png: Path, height: int) -> int:

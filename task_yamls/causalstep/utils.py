@@ -5,6 +5,8 @@ from pathlib import Path
 from lmms_eval_plugins.benchmarks.causalstep import tasks as _tasks
 from lmms_eval_plugins.prefetch import prefetched
 from lmms_eval_plugins.benchmarks.causalstep.tasks import (  # noqa: F401  (named by the task YAMLs)
+    agg_skipped,
+    agg_skipped_by_reason,
     ChainReplayFilter,
     agg_amcl,
     agg_by_category,

@@ -5,6 +5,8 @@ from pathlib import Path
 from lmms_eval_plugins.benchmarks.virectify import tasks as _tasks
 from lmms_eval_plugins.prefetch import prefetched
 from lmms_eval_plugins.benchmarks.virectify.tasks import (  # noqa: F401  (named by the task YAMLs)
+    agg_skipped,
+    agg_skipped_by_reason,
     JudgeFilter,
     agg_acc_i,
     agg_acc_r,

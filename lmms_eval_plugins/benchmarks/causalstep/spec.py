@@ -18,7 +18,9 @@ TEMPLATE = (
     Metric("by_category", True, unit="dict"),
     Metric("videos", True, unit="count"),
     Metric("incomplete_videos", False, unit="count"),
+    Metric("skipped", False, unit="count"),
     Metric("unscored", False, unit="count"),
+    Metric("skipped_by_reason", False, unit="dict"),
 )
 
 BENCHMARK = Benchmark(

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 from lmms_eval_plugins.data import (
     DataSource,
     keep_records_with_media,
+    stamp_skipped,
     read_json,
     require_fields,
     require_file,
@@ -47,8 +47,8 @@ from lmms_eval_plugins.media import (
 )
 from lmms_eval_plugins.messages import FrameGroup, interleaved_messages
 from lmms_eval_plugins.metrics import accuracy
-from lmms_eval_plugins.outcome import count_unscored, guard_aggregations, with_unscored
-from lmms_eval_plugins.parsing import parse_option_letter, strip_reasoning
+from lmms_eval_plugins.outcome import agg_skipped, agg_skipped_by_reason, count_unscored, guard_aggregations, with_unscored  # noqa: F401 (agg_skipped*: hooks of the task YAMLs)
+from lmms_eval_plugins.parsing import parse_option_letter
 from lmms_eval_plugins.replay import (
     CAUSAL_AFTER_CAUSAL,
     CAUSAL_AFTER_DESC,
@@ -179,8 +179,27 @@ def load_records(source: DataSource) -> list[dict[str, Any]]:
         require_file(Path(record["video_path"]), record=record["video_id"], what="video",
                      fix=f"put the video there (layout: {LOCAL_LAYOUT}), or set LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA=1 "
                          "to skip such videos")
+        info = video_info(record["video_path"], record["video_id"])  # a corrupt video is a (skippable) MediaError
+        check_segments_within(record, info.duration, path)
 
     return keep_records_with_media(BENCHMARK, records, check)
+
+
+# Annotations are often rounded to whole seconds and container durations differ by a frame: a segment
+# may end this far past the probed duration; further out its frames would silently be the last ones.
+SEGMENT_END_TOLERANCE_S = 1.0
+
+
+def check_segments_within(record: Mapping[str, Any], duration: float, path: Path) -> None:
+    """A ``DataError`` naming the record and segment when a segment starts at or after the video's end,
+    or ends more than ``SEGMENT_END_TOLERANCE_S`` past it."""
+    for i, seg in enumerate(record["segments"], start=1):
+        start, end = float(seg["start"]), float(seg["end"])
+        if start >= duration or end > duration + SEGMENT_END_TOLERANCE_S:
+            raise DataError(
+                f"segment {i} ({start:g}-{end:g} s) lies past the end of the video ({duration:.2f} s)",
+                record=str(record["video_id"]), path=str(path),
+                fix=f"correct the segment times, or the 'video' file of this record ({record['video_path']})")
 
 
 # ----------------------------------------------------------------------------------------------- requests
@@ -262,9 +281,9 @@ def process_docs(dataset: Any):
     restart, frames, max_long_side = _options(spec)
     source = resolve_source(BENCHMARK, spec.get("source", "auto"), sample_dir=SAMPLE_DIR, hub_repo=None,
                             local_layout=LOCAL_LAYOUT)
-    docs = [d for r in load_records(source)
-            for d in build_requests(r, restart=restart, frames=frames, max_long_side=max_long_side)]
-    return to_dataset(docs)
+    records = load_records(source)
+    docs = [d for r in records for d in build_requests(r, restart=restart, frames=frames, max_long_side=max_long_side)]
+    return to_dataset(stamp_skipped(docs, records))
 
 
 # ----------------------------------------------------------------------------------------------- prompts
@@ -328,20 +347,16 @@ def doc_to_messages(doc, lmms_eval_specific_kwargs=None) -> list[dict[str, Any]]
 
 # ----------------------------------------------------------------------------------------------- scoring
 
-_LEADING_LETTER = re.compile(r"^\s*[(\[]?([A-H])[)\].:]\s+\S")
-
-
 def parse_answer(doc: Mapping[str, Any], response: str) -> tuple[str | None, str | None]:
-    """(letter, None) or (None, why). Accepts what ``parse_option_letter`` accepts (a bare letter,
-    ``Answer: X``, ``\\boxed{X}``), the exact text of one option, and a reply that starts with a
-    letter and then repeats the option ("B. The wave ...")."""
+    """(letter, None) or (None, why). ``parse_option_letter`` with ``prose=True``: a bare letter
+    (``C``, ``(C)``, ``**C**``, ``\\boxed{C}``, ``\\text{C}``, full-width ``Ｃ``), ``Answer: C``, the exact
+    text of one option, a reply that starts with a letter ("C. The boy ...", "(C) because ..."), an
+    answer stated in prose ("The answer is C.", "The correct answer is (C) since ...") or "Option C".
+    Two different letters asserted at the same level are unparseable ("ambiguous"), never a guess."""
     letters = LETTERS[: len(doc["options"])]
-    parsed = parse_option_letter(response, letters, names=dict(zip(letters, doc["options"])))
+    parsed = parse_option_letter(response, letters, names=dict(zip(letters, doc["options"])), prose=True)
     if parsed.ok:
         return parsed.value, None
-    m = _LEADING_LETTER.match(strip_reasoning(response or ""))
-    if m and m.group(1) in letters:
-        return m.group(1), None
     return None, parsed.error
 
 
@@ -402,7 +417,7 @@ def process_results(doc, results):
     # The chain rides on one metric's item only, so each logged sample holds it once.
     out["videos"] = {**item, "chain": attachment["result"] if attachment else None,
                      "chain_on": attachment["result_on"] if attachment else None}
-    return with_unscored(out, [text])
+    return with_unscored(out, [text], doc=doc)
 
 
 # ----------------------------------------------------------------------------------------------- aggregation

@@ -12,6 +12,7 @@ CCQA_TEMPLATE = (
     Metric("judge_errors", False, unit="count"),
     Metric("skipped", False, unit="count"),
     Metric("unscored", False, unit="count"),
+    Metric("skipped_by_reason", False, unit="dict"),
 )
 FSA_TEMPLATE = (
     Metric("score", True, paper_name="Acc", item_score="score"),
@@ -20,6 +21,7 @@ FSA_TEMPLATE = (
     Metric("reversed", False, unit="count"),
     Metric("skipped", False, unit="count"),
     Metric("unscored", False, unit="count"),
+    Metric("skipped_by_reason", False, unit="dict"),
 )
 TEMPLATE = (
     Metric("score", True, paper_name="Acc", item_score="score"),
@@ -27,7 +29,10 @@ TEMPLATE = (
     Metric("parse_fail", False, unit="count"),
     Metric("skipped", False, unit="count"),
     Metric("unscored", False, unit="count"),
+    Metric("skipped_by_reason", False, unit="dict"),
 )
+# MSR/MOC: also the records the official script drops (tasks.agg_official_dropped)
+UAV_TEMPLATE = (*TEMPLATE, Metric("official_dropped", False, unit="count"))
 
 BENCHMARK = Benchmark(
     name="crossvid",
@@ -38,6 +43,7 @@ BENCHMARK = Benchmark(
         "_ccqa_template_yaml": CCQA_TEMPLATE,
         "_fsa_template_yaml": FSA_TEMPLATE,
         "_template_yaml": TEMPLATE,
+        "_uav_template_yaml": UAV_TEMPLATE,
     },
     roles=('bu', 'nc', 'cc', 'pea', 'pi', 'fsa', 'pss', 'msr', 'moc', 'ccqa', 'comparative', 'temporal', 'multiview'),
     data="CrossVid QA JSON and videos or frame folders: Chuntianli/CrossVid on the Hugging Face hub, or a local folder",

@@ -29,10 +29,10 @@ from PIL import Image
 
 from lmms_eval_plugins.data import (
     DataSource,
-    SKIPPED,
     hub_snapshot,
     hub_store,
     keep_records_with_media,
+    stamp_skipped,
     read_json,
     require_fields,
     require_unique,
@@ -47,17 +47,21 @@ from lmms_eval_plugins.judges.filter import JudgeFilter, judged_parts  # noqa: F
 from lmms_eval_plugins.media import (
     SampledFrames,
     VideoRequest,
+    INDEX_RULES,
+    folder_positions,
     frame_files,
     frame_plan,
+    linspace_indices,
     sample_frame_folder,
+    sample_video,
     sample_videos,
     split_budget,
-    uniform_indices,
+    uniform_indices,  # noqa: F401  (index_rule "centre"; the tests read it from here)
     video_info,
 )
 from lmms_eval_plugins.messages import FrameGroup, flat_frames, frame_legend, interleaved_messages
 from lmms_eval_plugins.metrics import interval_iou
-from lmms_eval_plugins.outcome import count_unscored, group_mean, guard_aggregations, with_unscored  # noqa: F401 (group_mean: the group YAMLs' null-safe mean)
+from lmms_eval_plugins.outcome import agg_skipped, agg_skipped_by_reason, count_unscored, group_mean, guard_aggregations, with_unscored  # noqa: F401 (group_mean: the group YAMLs' null-safe mean)
 from lmms_eval_plugins.parsing import parse_interval, parse_letter_set, parse_option_letter, parse_order, strip_reasoning
 from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD, strict_requested
 
@@ -81,6 +85,9 @@ PROPORTIONAL = frozenset({"PI", "PSS"})  # budget split by interval length; ever
 SYSTEM_PROMPT = "You are a helpful video analyzer."
 DEFAULT_FRAMES = 128
 DEFAULT_MAX_LONG_SIDE = 360
+# Frame indices as the official scripts take them (np.linspace, first and last frame included);
+# "centre" (bin centres, lmms_eval_plugins.media.uniform_indices) is kept behind the source option.
+DEFAULT_INDEX_RULE = "linspace"
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 # ----------------------------------------------------------------------------------------------- prompts
@@ -245,25 +252,63 @@ PLACEHOLDER = re.compile(r"\{([AB])(\d+)\}")
 
 
 def resolve_placeholders(question: str, options: Sequence[str]) -> tuple[str, list[str], list[dict[str, Any]]]:
-    """MSR/MOC: ``{A1}``..``{B5}`` -> ``obj_1``, ``obj_2``, ... in order of first appearance.
+    """MSR/MOC: ``{A1}``..``{B5}`` -> ``obj_1``, ``obj_2``, ... named as the official script names them.
 
-    Placeholders are collected from the question AND the options (the official script reads only
-    the question, so a placeholder that appears only in an option fails there). Returns the
-    question and options with names substituted and, per placeholder, ``{"placeholder", "name",
-    "view" ("A"|"B"), "ordinal" (1-based into the record's objects)}``.
+    The official script numbers the placeholders of the question in order, ``obj_<i>`` for the i-th
+    occurrence, so a repeated placeholder keeps the number of its last occurrence ("{A1} .. {B1} ..
+    {A1}" names A1 obj_3, B1 obj_2). It reads only the question (a placeholder only in an option
+    crashes it: :func:`official_text_problem`); here those get the next numbers. Returns the
+    question and options with names substituted and, per placeholder in order of first appearance,
+    ``{"placeholder", "name", "view" ("A"|"B"), "ordinal" (1-based into the record's objects)}``.
     """
+    in_question = [m.group(1) + m.group(2) for m in PLACEHOLDER.finditer(str(question))]
+    numbers = {key: i for i, key in enumerate(in_question, start=1)}  # later occurrences overwrite
+    following = len(in_question) + 1
     found: dict[str, dict[str, Any]] = {}
     for text in [question, *options]:
         for m in PLACEHOLDER.finditer(str(text)):
             key = m.group(1) + m.group(2)
             if key not in found:
-                found[key] = {"placeholder": key, "name": f"obj_{len(found) + 1}", "view": m.group(1),
+                if key not in numbers:
+                    numbers[key], following = following, following + 1
+                found[key] = {"placeholder": key, "name": f"obj_{numbers[key]}", "view": m.group(1),
                               "ordinal": int(m.group(2))}
 
     def sub(text: str) -> str:
         return PLACEHOLDER.sub(lambda m: found[m.group(1) + m.group(2)]["name"], str(text))
 
     return sub(question), [sub(o) for o in options], list(found.values())
+
+
+_BRACED = re.compile(r"\{(.*?)\}")
+
+
+def official_text_problem(question: str, options: Sequence[str]) -> str | None:
+    """Why the official MSR/MOC script crashes on this question text (and, after its retries, drops
+    the record), or None: every ``{...}`` of the question must be a placeholder ``{A1}``..``{B5}``
+    (its assert), and the question and every option must ``str.format`` with the question's names
+    (a placeholder found only in an option is a KeyError there)."""
+    fields = _BRACED.findall(str(question))
+    for f in fields:
+        if not re.fullmatch(r"[AB][1-5]", f):
+            return f"the question's {{{f}}} is not a placeholder {{A1}}..{{B5}}"
+    names = {f: "x" for f in fields}
+    for where, text in [("the question", question), *((f"option {i + 1}", o) for i, o in enumerate(options))]:
+        try:
+            str(text).format(**names)
+        except KeyError as exc:
+            key = exc.args[0] if exc.args else "?"
+            return f"placeholder {{{key}}} appears in {where} but not in the question"
+        except (IndexError, ValueError, AttributeError) as exc:
+            return f"{where} does not format ({type(exc).__name__}: {exc})"
+    return None
+
+
+def absent_objects(objects: Sequence[Mapping[str, Any]], positions: Mapping[str, Sequence[int]]) -> list[str]:
+    """Names of the objects with no box at any sampled position of their view (the official script
+    crashes on them: ``min()`` of no frames)."""
+    return [ref["name"] for ref in objects
+            if not any(isinstance((ref.get("boxes") or {}).get(str(p)), Mapping) for p in positions[ref["view"]])]
 
 
 def _media(label: str, text: str, kind: str, rel: str, intervals: list | None = None, view: int | None = None) -> dict[str, Any]:
@@ -406,6 +451,7 @@ def normalize_record(task: str, raw: Any, *, index: int, path: Path) -> dict[str
         if not isinstance(objects, list) or not all(isinstance(o, dict) and "id" in o for o in objects):
             raise DataError("'objects' must be a list of {\"id\": track_id}", record=where, path=str(path),
                             fix="see the task README for the record schema")
+        doc["official_problem"] = official_text_problem(fields["QUESTION"], doc["options"]) or ""
         question, options, refs = resolve_placeholders(fields["QUESTION"], doc["options"])
         for ref in refs:
             if not 1 <= ref["ordinal"] <= len(objects):
@@ -535,7 +581,11 @@ def _options(spec: Mapping[str, Any]) -> dict[str, Any]:
     strict = spec.get("strict", False)
     if not isinstance(strict, bool):
         raise DataError(f"'strict' must be true or false, got {strict!r}", fix="strict: true reproduces the official exact-string scoring")
-    return {"frames": frames, "max_long_side": side, "strict": strict or strict_requested()}
+    rule = spec.get("index_rule", DEFAULT_INDEX_RULE)
+    if rule not in INDEX_RULES:
+        raise DataError(f"'index_rule' must be one of {', '.join(INDEX_RULES)}, got {rule!r}",
+                        fix="linspace: the official frame indices (default); centre: bin centres")
+    return {"frames": frames, "max_long_side": side, "strict": strict or strict_requested(), "index_rule": rule}
 
 
 def qa_path(root: Path, task: str) -> Path:
@@ -592,13 +642,54 @@ def load_docs(spec: Mapping[str, Any], task: str) -> list[dict[str, Any]]:
     docs = keep_records_with_media(key, docs, check_media)
     if task in ("MSR", "MOC"):
         attach_boxes(docs)
-    skipped = SKIPPED.get(key, 0)
+    skipped = sum(docs.skipped.values())
+    kept = docs
+    docs = official_inclusion(kept, task, options)
     for doc in docs:
         doc.update(budget=options["frames"], max_long_side=options["max_long_side"] or 0, strict=options["strict"],
                    n_skipped=skipped)
         doc[ORACLE_FIELD] = oracle_reply(doc)
         doc[CHANCE_FIELD] = chance_replies(doc)
+    stamp_skipped(docs, kept)
     return docs
+
+
+def official_inclusion(docs: Sequence[dict[str, Any]], task: str, options: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Marks each doc with ``official_drop`` (why the official script drops it, "" if it keeps it) and
+    ``n_official_dropped`` (how many of the task it drops); strict mode leaves those docs out, as there."""
+    listed: dict[tuple[str, str | None], int] = {}
+    for doc in docs:
+        doc.update(budget=options["frames"], index_rule=options["index_rule"])
+        doc["official_drop"] = official_drop(doc, listed) if task in ("MSR", "MOC") else ""
+    dropped = sum(1 for doc in docs if doc["official_drop"])
+    out = [doc for doc in docs if not (options["strict"] and doc["official_drop"])]
+    for doc in out:
+        doc["n_official_dropped"] = dropped
+    return out
+
+
+def official_drop(doc: Mapping[str, Any], listed: dict[tuple[str, str | None], int] | None = None) -> str:
+    """MSR/MOC: why the official script drops this record ("" when it does not): its question text
+    (:func:`official_text_problem`), or an object annotated in none of the frames the official rule
+    samples (``linspace`` positions, ``budget // 2`` a view, whatever rule this run uses).
+    ``listed``: (folder, root) -> number of frame files (-1: unreadable), so each folder is listed once."""
+    if doc.get("official_problem"):
+        return str(doc["official_problem"])
+    listed = {} if listed is None else listed
+    per_view = int(doc["budget"]) // 2
+    positions = {}
+    for view, group in zip("AB", doc["media"]):
+        key = (group["path"], doc.get("media_root") or None)
+        if key not in listed:
+            try:  # only the count matters here; a bad folder is reported when its frames are read
+                listed[key] = len(frame_files(group["path"], doc["record"]))
+            except (DataError, MediaError):
+                listed[key] = -1
+        if listed[key] < 0:
+            return ""
+        positions[view] = linspace_indices(listed[key], per_view)
+    absent = absent_objects(doc["objects"], positions)
+    return f"{', '.join(absent)} annotated in none of the sampled frames of its view" if absent else ""
 
 
 _JSON_FIELDS = ("fields", "gold", "media", "objects", "bbox_rel", "bbox_path")
@@ -666,19 +757,56 @@ def process_docs_ccqa(dataset):
 
 # ----------------------------------------------------------------------------------------------- frames
 
-def frame_budgets(task: str, total: int, lengths: Sequence[float]) -> list[int]:
+def official_allocation(lengths: Sequence[float], total: int) -> list[int]:
+    """The official ``allocate_frames``, in its float arithmetic: quota ``length / sum * total``,
+    floors, then one more frame to each of the largest fractional parts (earlier first on ties).
+    No group is promised a frame; all zeros when the lengths sum to 0."""
+    whole = sum(lengths)
+    if whole == 0:
+        return [0] * len(lengths)
+    quotas = [(x / whole) * total for x in lengths]
+    parts = [math.floor(q) for q in quotas]
+    spare = total - sum(parts)
+    for i in sorted(range(len(quotas)), key=lambda i: -(quotas[i] - math.floor(quotas[i])))[:max(spare, 0)]:
+        parts[i] += 1
+    return parts
+
+
+def _at_least_one(parts: list[int]) -> list[int]:
+    """A group left without a frame takes one from the largest (an empty label misleads a model and
+    crashes lmms-eval's Qwen2.5-VL class), when there are enough frames to go round."""
+    parts = list(parts)
+    if sum(parts) >= len(parts):
+        for i in range(len(parts)):
+            if parts[i] == 0:
+                donor = parts.index(max(parts))
+                parts[donor] -= 1
+                parts[i] = 1
+    return parts
+
+
+def frame_budgets(task: str, total: int, lengths: Sequence[float], index_rule: str = DEFAULT_INDEX_RULE) -> list[int]:
     """Frames per video/segment. Equal tasks: ``total // n`` each, as the official scripts do (the
     remainder is not used: 128 frames over 3 videos is 42 each). PI/PSS: in proportion to each
-    group's total interval length, largest remainder first (the official ``allocate_frames``),
+    group's total interval length, largest remainder first (the official ``allocate_frames``:
+    :func:`official_allocation` under the ``linspace`` rule, exact fractions under ``centre``),
     every group keeping at least one frame when ``total`` >= the number of groups."""
     n = len(lengths)
     if task in PROPORTIONAL:
+        if index_rule == "linspace":
+            return _at_least_one(official_allocation(lengths, total))
         return split_budget(total, lengths, "proportional")
     return [total // n] * n
 
 
-def _lengths(groups: Sequence[Mapping[str, Any]]) -> list[float]:
+def _lengths(groups: Sequence[Mapping[str, Any]], index_rule: str = "centre") -> list[float]:
+    if index_rule == "linspace":  # the official code keeps only pieces with start < end
+        return [sum(e - s for s, e in g["intervals"] if s < e) if g["intervals"] else 1.0 for g in groups]
     return [sum(abs(e - s) for s, e in g["intervals"]) if g["intervals"] else 1.0 for g in groups]
+
+
+def _rule(doc: Mapping[str, Any]) -> str:
+    return str(doc.get("index_rule") or "centre")  # a doc without the option: the rule it was made with
 
 
 def _side(doc: Mapping[str, Any]) -> int | None:
@@ -688,11 +816,15 @@ def _side(doc: Mapping[str, Any]) -> int | None:
 def sample_frames(doc: Mapping[str, Any]) -> list[SampledFrames]:
     """Decode the frames of every video (or view) of a doc under its budget."""
     doc = from_row(doc)
-    groups, task = doc["media"], doc["task"]
-    budgets = frame_budgets(task, int(doc["budget"]), _lengths(groups))
+    groups, task, rule = doc["media"], doc["task"], _rule(doc)
+    budgets = frame_budgets(task, int(doc["budget"]), _lengths(groups, rule), rule)
     if groups[0]["kind"] == "folder":
         out = [sample_frame_folder(g["path"], k, max_long_side=_side(doc), record_id=doc["record"],
-                                   root=doc.get("media_root") or None)
+                                   root=doc.get("media_root") or None, index_rule=rule)
+               for g, k in zip(groups, budgets)]
+    elif rule == "linspace":  # each video (or group of intervals) on its own, under its own budget
+        out = [sample_video(g["path"], k, intervals=[tuple(p) for p in g["intervals"]] if g["intervals"] else None,
+                            max_long_side=_side(doc), record_id=doc["record"], index_rule=rule)
                for g, k in zip(groups, budgets)]
     else:
         requests = [VideoRequest(g["path"], [tuple(p) for p in g["intervals"]] if g["intervals"] else None, doc["record"])
@@ -720,13 +852,13 @@ def plan_frames(doc: Mapping[str, Any]) -> list[tuple[int, list[float], list[int
     it for ``doc_to_text``, which lmms-eval builds for every doc before inference.
     """
     doc = from_row(doc)
-    groups, task = doc["media"], doc["task"]
-    budgets = frame_budgets(task, int(doc["budget"]), _lengths(groups))
+    groups, task, rule = doc["media"], doc["task"], _rule(doc)
+    budgets = frame_budgets(task, int(doc["budget"]), _lengths(groups, rule), rule)
     out = []
     for g, k in zip(groups, budgets):
         if g["kind"] == "folder":
             files = frame_files(g["path"], doc["record"], root=doc.get("media_root") or None)
-            positions = uniform_indices(len(files), k)
+            positions = folder_positions(len(files), k, rule)
             size = None
             if positions:
                 with Image.open(files[positions[0]][1]) as im:
@@ -735,7 +867,7 @@ def plan_frames(doc: Mapping[str, Any]) -> list[tuple[int, list[float], list[int
         else:
             info = video_info(g["path"], doc["record"])
             intervals = [tuple(p) for p in g["intervals"]] if g["intervals"] else None
-            indices = frame_plan(info.num_frames, info.fps, k, intervals)
+            indices = frame_plan(info.num_frames, info.fps, k, intervals, rule)
             out.append((len(indices), [i / info.fps for i in indices], indices, (info.width, info.height)))
     _require_frames(doc, [p[0] for p in out])
     return out
@@ -749,6 +881,11 @@ def ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
+def official_ordinal(n: int) -> str:
+    """The official script's ordinals: 1st, 2nd, 3rd, then 4th, ..., 21th, 22th (what the model reads)."""
+    return {1: "1st", 2: "2nd", 3: "3rd"}.get(n, f"{n}th")
+
+
 def box_scale(size: tuple[int, int] | None, max_long_side: int | None) -> float:
     """The factor frames were shrunk by: ``max_long_side / longer side`` when larger, else 1."""
     if size is None or max_long_side is None or max(size) <= max_long_side:
@@ -760,7 +897,9 @@ def object_lines(objects: Sequence[Mapping[str, Any]], positions: Mapping[str, S
                  scales: Mapping[str, float]) -> list[str]:
     """The "Objects information" lines: for each object (view A first, then view B, each in order of
     first appearance), its box in the first sampled frame of its view where it is annotated, scaled
-    to the resized frame and truncated to integers as the official ``process_frame`` does.
+    to the resized frame and truncated to integers as the official ``process_frame`` does, the frame
+    counted as the official script counts it (:func:`official_ordinal`). An object annotated in no
+    sampled frame gets a "does not appear" line (the official script crashes there).
 
     ``positions[view]``: the sampled frames' 0-based positions in the view's sorted frame folder (the
     official script looks boxes up by that position); ``scales[view]``: :func:`box_scale`.
@@ -773,7 +912,7 @@ def object_lines(objects: Sequence[Mapping[str, Any]], positions: Mapping[str, S
             if isinstance(box, Mapping):
                 s = scales[view]
                 coords = [int(float(box[k]) * s) for k in ("xtl", "ytl", "xbr", "ybr")]
-                lines.append(f"{ref['name']} appears in {ordinal(j + 1)} frame of view {view} with bbox "
+                lines.append(f"{ref['name']} appears in {official_ordinal(j + 1)} frame of view {view} with bbox "
                              f"[{', '.join(map(str, coords))}]")
                 break
         else:
@@ -846,9 +985,10 @@ def parse_choice(response: str, letters: str, options: Sequence[str]) -> tuple[s
     again = parse_option_letter(response, letters, names=bare)
     if again.ok:
         return again.value, None
-    m = re.match(r"^\s*[(\[]?([A-Z])[)\].:]\s+\S", strip_reasoning(response or ""))
-    if m and m.group(1) in letters:
-        return m.group(1), None
+    # what models write around the letter: "The answer is B.", "Option B", "B. The man ...", full-width letters
+    prose = parse_option_letter(response, letters, names=bare, prose=True)
+    if prose.ok:
+        return prose.value, None
     return None, parsed.error
 
 
@@ -872,9 +1012,11 @@ def score_response(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
         raise ValueError("CCQA replies are scored by the rubric judge (process_results_ccqa), not by score_response")
     text = response if isinstance(response, str) else ("" if response is None else str(response))
     item: dict[str, Any] = {"id": doc["id"], "task": task, "pred": None, "gold": None, "parse_error": None,
-                            "n_skipped": int(doc.get("n_skipped") or 0)}
+                            "n_skipped": int(doc.get("n_skipped") or 0),
+                            "official_drop": doc.get("official_drop") or None,
+                            "n_official_dropped": int(doc.get("n_official_dropped") or 0)}
     if task == "BU":
-        parsed = parse_letter_set(text, doc["letters"])
+        parsed = parse_letter_set(text, doc["letters"], prose=True)
         item["gold"] = "".join(gold["letters"])
         if parsed.ok:
             item["pred"] = "".join(sorted(parsed.value))
@@ -914,6 +1056,7 @@ def score_response(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
 
 METRICS = ("score", "score_strict", "parse_fail", "skipped")
 FSA_METRICS = (*METRICS, "reversed")
+UAV_METRICS = (*METRICS, "official_dropped")  # MSR/MOC
 CCQA_METRICS = ("score", "score_strict", "per_question_mean", "judge_errors", "skipped")
 CCQA_JUDGED_METRICS = ("score", "score_strict", "per_question_mean")  # null while a verdict is missing
 
@@ -921,7 +1064,8 @@ CCQA_JUDGED_METRICS = ("score", "score_strict", "per_question_mean")  # null whi
 def process_results(doc, results):
     response = results[0] if results else ""
     item = score_response(doc, response)
-    return with_unscored(dict.fromkeys(FSA_METRICS if item["task"] == "FSA" else METRICS, item), [response])
+    names = {"FSA": FSA_METRICS, "MSR": UAV_METRICS, "MOC": UAV_METRICS}.get(item["task"], METRICS)
+    return with_unscored(dict.fromkeys(names, item), [response], doc=doc)
 
 
 def _mean_percent(values: Sequence[float]) -> float:
@@ -940,27 +1084,34 @@ def agg_parse_fail(items):
     return sum(1 for i in items if i.get("parse_error") is not None)
 
 
+def agg_official_dropped(items):
+    """MSR/MOC records the official script drops (it crashes, retries, then skips them): an object
+    annotated in none of its view's sampled frames, or a placeholder only in an option. Kept and
+    scored here by default, left out in strict mode; the same count either way."""
+    return max((int(i.get("n_official_dropped") or 0) for i in items), default=0)
+
+
 def agg_reversed(items):
     return sum(1 for i in items if i.get("reversed"))
 
 
-def agg_skipped(items):
-    """Records dropped at load time because their media were missing (LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA=1)."""
-    return max((int(i.get("n_skipped") or 0) for i in items), default=0)
 
 
 # ----------------------------------------------------------------------------------------------- CCQA
 
 def judge_item(response: str, doc: Mapping[str, Any]) -> JudgeItem:
     """What the rubric judge sees. An empty reply is still judged (all points uncovered), never dropped."""
+    # strict: the judge's reply is read as the official scorer reads it (its first <score> block)
     return JudgeItem(question=doc["question"], prediction=response or "", reference=doc["answer_text"],
-                     scoring_points=list(doc["scoring_points"]))
+                     scoring_points=list(doc["scoring_points"]),
+                     extra={"score_block": "first"} if doc.get("strict") else {})
 
 
 def process_results_ccqa(doc, results):
     text, outcome = judged_parts(results)
     item = {"id": doc["id"], "task": "CCQA", "judge": outcome.to_dict(), "n_skipped": int(doc.get("n_skipped") or 0)}
-    return with_unscored(dict.fromkeys(CCQA_METRICS, item), [text], judge=outcome, judged=CCQA_JUDGED_METRICS)
+    return with_unscored(dict.fromkeys(CCQA_METRICS, item), [text], judge=outcome, judged=CCQA_JUDGED_METRICS,
+                         doc=doc)
 
 
 def agg_ccqa_score(items):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from lmms_eval_plugins.metrics import f1_score
 from lmms_eval_plugins.report import (Builder, Col, Entry, Section, Table, dict_metric, fmt, items_of, num,
-    paper_rows, variant_note)
+    paper_rows, slug, variant_note)
 
 # Copied from the papers in /work/shared/papers (see each table's source line); percentages.
 PAPER_ROWS: dict[str, dict[str, Any]] = {
@@ -50,11 +51,29 @@ def _prf_from_confusion(confusion: Mapping[str, Mapping[str, Any]]) -> tuple[dic
     return recall, precision
 
 
+PRF = ("precision", "recall", "f1")
+
+
+def per_class_prf(cate: Mapping[str, Any]) -> dict[str, dict[str, tuple[float | None, Any]]]:
+    """{class: {"precision" | "recall" | "f1": (value, std or None)}} from the run's per-class metrics (mean and
+    ``_std`` over rounds in a 3-round run); a run from before they existed: P and R derived from ``cate_confusion``."""
+    if any(f"cate_precision_{c.lower()}" in cate for c in ER_CLASSES):
+        return {c: {k: (num(cate.get(f"cate_{k}_{c.lower()}")), cate.get(f"cate_{k}_{c.lower()}_std")) for k in PRF}
+                for c in ER_CLASSES}
+    confusion = dict_metric(cate, "cate_confusion")
+    if not confusion:
+        return {}
+    recall, precision = _prf_from_confusion(confusion)
+    return {c: {"precision": (precision[c], None), "recall": (recall[c], None),
+                "f1": (f1_score(precision[c], recall[c]), None)} for c in ER_CLASSES}
+
+
 def section_errorradar(b: Builder, entries: list[Entry]) -> Section:
     sec = Section("errorradar", "ErrorRadar", intro=(
         "First wrong step (STEP) and error category (CATE) of K-12 math solutions. The table follows "
         "the paper's Table 6 (per-class F1) with STEP/CATE accuracy and macro averages added; all numbers are "
         "percentages, unparseable answers count as wrong and are counted next to the score they affect. "
+        "The paper's overall CATE number is CATE acc (its support-weighted recall), not macro F1. "
         + variant_note(entries)))
     cols = [Col("STEP acc", short="acc", group="STEP", best="max"), Col("STEP unparseable", short="unparseable", group="STEP"),
             *(Col(c, group="CATE F1 per class", best="max") for c in ER_CLASSES),
@@ -70,9 +89,10 @@ def section_errorradar(b: Builder, entries: list[Entry]) -> Section:
         rows.append((e.label, [
             b.cell(s.get("step_acc"), std=s.get("step_acc_std")) if "step_acc" in s else "—",
             fmt(s.get("step_parse_fail")) if "step_parse_fail" in s else "—",
-            *(fmt(c.get(f"cate_f1_{k.lower()}")) if f"cate_f1_{k.lower()}" in c else "—" for k in ER_CLASSES),
-            fmt(c.get("cate_macro_precision")) if "cate_macro_precision" in c else "—",
-            fmt(c.get("cate_macro_recall")) if "cate_macro_recall" in c else "—",
+            *(b.cell(c.get(f"cate_f1_{k.lower()}"), std=c.get(f"cate_f1_{k.lower()}_std")) if f"cate_f1_{k.lower()}" in c
+              else "—" for k in ER_CLASSES),
+            b.cell(c.get("cate_macro_precision"), std=c.get("cate_macro_precision_std")) if "cate_macro_precision" in c else "—",
+            b.cell(c.get("cate_macro_recall"), std=c.get("cate_macro_recall_std")) if "cate_macro_recall" in c else "—",
             b.cell(c.get("cate_macro_f1"), std=c.get("cate_macro_f1_std")) if "cate_macro_f1" in c else "—",
             b.cell(c.get("cate_acc"), std=c.get("cate_acc_std")) if "cate_acc" in c else "—",
             fmt(c.get("cate_parse_fail")) if "cate_parse_fail" in c else "—",
@@ -83,17 +103,26 @@ def section_errorradar(b: Builder, entries: list[Entry]) -> Section:
                             note="STEP acc / CATE acc: % correct over all records; F1 per class and macro averages over the five classes."))
 
     confusions = {e.label: dict_metric(e.m("cate"), "cate_confusion") for e in entries if dict_metric(e.m("cate"), "cate_confusion")}
-    if confusions:
+    prf = {e.label: per_class_prf(e.m("cate")) for e in entries if per_class_prf(e.m("cate"))}
+    if prf:
         rp_cols = [*(Col(f"R {k}", group="recall", best="max") for k in ER_CLASSES),
                    *(Col(f"P {k}", group="precision", best="max") for k in ER_CLASSES)]
-        rp_rows = []
-        for label, confusion in confusions.items():
-            recall, precision = _prf_from_confusion(confusion)
-            rp_rows.append((label, [fmt(recall[k]) for k in ER_CLASSES] + [fmt(precision[k]) for k in ER_CLASSES]))
+        rp_rows = [(label, [b.cell(values[k]["recall"][0], std=values[k]["recall"][1]) for k in ER_CLASSES]
+                    + [b.cell(values[k]["precision"][0], std=values[k]["precision"][1]) for k in ER_CLASSES])
+                   for label, values in prf.items()]
         ref, source = paper_rows(PAPER_ROWS["errorradar_rp"], rp_cols, b.paper)
         sec.blocks.append(Table("errorradar-recall-precision", "Per-class recall and precision (paper Tables 4 and 5 layout)",
                                 rp_cols, rp_rows, ref, source,
-                                note="Computed from the confusion matrix (cate_confusion); an unparseable answer counts against its gold class's recall."))
+                                note="cate_recall_<class> / cate_precision_<class> (mean ± std over rounds in a 3-round run; "
+                                     "runs without them: computed from cate_confusion). An unparseable answer counts against "
+                                     "its gold class's recall; a class never predicted has precision 0."))
+        for label, values in prf.items():
+            pc_cols = [Col("precision", short="P"), Col("recall", short="R"), Col("F1")]  # rows are classes: no "best"
+            pc_rows = [(k, [b.cell(values[k][m][0], std=values[k][m][1]) for m in PRF]) for k in ER_CLASSES]
+            sec.blocks.append(Table(f"errorradar-per-class-{slug(label)}", f"{label}: per-class precision, recall and F1",
+                                    pc_cols, pc_rows, first="class",
+                                    note="Percent; the paper's Tables 5 (P), 4 (R) and 6 (F1) give one such row per model."))
+    if confusions:
         fig = b.figure("errorradar-confusion", "CATE confusion matrices",
                        lambda: b.plotter.confusion_grid("ErrorRadar CATE: gold (rows) vs predicted (columns)", confusions,
                                                         short=lambda k: "unp." if k == "unparseable" else k))

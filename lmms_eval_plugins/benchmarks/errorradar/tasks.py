@@ -3,6 +3,8 @@
 Prompts are the paper's Figures 19 (step) and 20 (category), appendix G.3. Scoring follows
 BENCHMARKS.md: ``step_acc``; per-class P/R/F1 over VIS/CAL/REAS/KNOW/MIS with macro averages, an
 unparseable category counting against the recall of its gold class and toward no precision.
+Three rounds (the paper's protocol): every number per round, then its mean over rounds (per key for a
+breakdown) and its sample standard deviation in ``<name>_std``; counts are totals.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from lmms_eval_plugins.data import (
     find_with_extensions,
     hub_file,
     keep_records_with_media,
+    stamp_skipped,
     read_csv_records,
     require_fields,
     require_unique,
@@ -31,15 +34,18 @@ from lmms_eval_plugins.data import (
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.media import load_image
 from lmms_eval_plugins.messages import FrameGroup, interleaved_messages
-from lmms_eval_plugins.metrics import accuracy, breakdown, confusion_matrix, distribution, macro_prf, per_class_prf
-from lmms_eval_plugins.outcome import count_unscored, guard_aggregations, with_unscored
+from lmms_eval_plugins.metrics import (accuracy, breakdown, confusion_matrix, distribution, macro_prf, mean_std_by_key,
+                                       per_class_prf)
+from lmms_eval_plugins.outcome import agg_skipped, agg_skipped_by_reason, count_unscored, guard_aggregations, with_unscored  # noqa: F401 (agg_skipped*: hooks of the task YAMLs)
 from lmms_eval_plugins.parsing import match_category, parse_step, strip_reasoning
-from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD, round_mean_std, with_rounds
+from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD, by_round, round_mean_std, with_rounds
 
 BENCHMARK = "errorradar"
 HUB_REPO = "ErrorRadar/ErrorRadar"
 CSV_NAME = "ErrorRadar_dataset.csv"
 IMAGE_EXTENSIONS = ("png", "jpg", "jpeg", "webp")
+# Every doc carries how many rounds its task asks: process_results fills the `*_std` metrics only when > 1.
+ROUNDS_FIELD = "n_rounds"
 # The bundled sample data: set by the task folder's utils.py to the folder beside the YAMLs lmms-eval
 # loaded (an installed or an exported task folder alike).
 SAMPLE_DIR: Path | None = None
@@ -231,16 +237,17 @@ def category_response(code: str) -> str:
 
 def process_docs_step(dataset: Any):
     records, rounds = _load_docs(dataset)
-    docs = [{**r, ORACLE_FIELD: step_response(r["gold_step"]),
+    docs = [{**r, ROUNDS_FIELD: rounds, ORACLE_FIELD: step_response(r["gold_step"]),
              CHANCE_FIELD: [step_response(k) for k in range(1, r["n_steps"] + 1)]} for r in records]
-    return to_dataset(with_rounds(docs, rounds))
+    return to_dataset(with_rounds(stamp_skipped(docs, records), rounds))
 
 
 def process_docs_cate(dataset: Any):
     records, rounds = _load_docs(dataset)
     chance = [category_response(code) for code in CATEGORIES]
-    docs = [{**r, ORACLE_FIELD: category_response(r["gold_category"]), CHANCE_FIELD: chance} for r in records]
-    return to_dataset(with_rounds(docs, rounds))
+    docs = [{**r, ROUNDS_FIELD: rounds, ORACLE_FIELD: category_response(r["gold_category"]), CHANCE_FIELD: chance}
+            for r in records]
+    return to_dataset(with_rounds(stamp_skipped(docs, records), rounds))
 
 
 # ----------------------------------------------------------------------------------------------- prompts
@@ -292,10 +299,16 @@ def doc_to_messages_cate(doc, lmms_eval_specific_kwargs=None):
 
 # ----------------------------------------------------------------------------------------------- scoring
 
-STEP_METRICS = ("step_acc", "step_acc_std", "step_parse_fail", "step_acc_by_question_type")
-CATE_METRICS = ("cate_acc", "cate_acc_std", "cate_macro_precision", "cate_macro_recall", "cate_macro_f1",
-                "cate_macro_f1_std", *(f"cate_f1_{c.lower()}" for c in CATEGORIES), "cate_parse_fail",
-                "cate_pred_distribution", "cate_acc_by_question_type", "cate_confusion")
+# The metrics each doc's process_results fills: exactly its task's metric list in spec.py (less the counts
+# with_unscored adds; a test holds the two together), so a 1-round task reports no `*_std`: lmms-eval
+# would print a metric that is not in the task's list as an empty list.
+STEP_METRICS = ("step_acc", "step_parse_fail", "step_acc_by_question_type")
+CATE_METRICS = ("cate_acc", "cate_macro_precision", "cate_macro_recall", "cate_macro_f1",
+                *(f"cate_{kind}_{c.lower()}" for kind in ("f1", "precision", "recall") for c in CATEGORIES),
+                "cate_parse_fail", "cate_pred_distribution", "cate_acc_by_question_type", "cate_confusion")
+_COUNTS = ("step_parse_fail", "cate_parse_fail")  # totals over all rounds: no spread
+STEP_METRICS_3ROUNDS = (*STEP_METRICS, *(f"{m}_std" for m in STEP_METRICS if m not in _COUNTS))
+CATE_METRICS_3ROUNDS = (*CATE_METRICS, *(f"{m}_std" for m in CATE_METRICS if m not in _COUNTS))
 
 
 def _result_item(doc: Mapping[str, Any], gold: Any, pred: Any, error: str | None) -> dict[str, Any]:
@@ -320,30 +333,37 @@ def _with_score(item: dict[str, Any], headline: str) -> dict[str, Any]:
     return item
 
 
+def _repeated(doc: Mapping[str, Any]) -> bool:
+    return int(doc.get(ROUNDS_FIELD) or 1) > 1
+
+
 def process_results_step(doc, results):
     response = results[0] if results else ""
-    return with_unscored(dict.fromkeys(STEP_METRICS, score_step(doc, response)), [response])
+    metrics = STEP_METRICS_3ROUNDS if _repeated(doc) else STEP_METRICS
+    return with_unscored(dict.fromkeys(metrics, score_step(doc, response)), [response], doc=doc)
 
 
 def process_results_cate(doc, results):
     response = results[0] if results else ""
-    return with_unscored(dict.fromkeys(CATE_METRICS, score_category(doc, response)), [response])
+    metrics = CATE_METRICS_3ROUNDS if _repeated(doc) else CATE_METRICS
+    return with_unscored(dict.fromkeys(metrics, score_category(doc, response)), [response], doc=doc)
 
 
 def _accuracy(items: Sequence[Mapping[str, Any]]) -> float:
     return accuracy([bool(i["correct"]) for i in items])
 
 
-def _category_prf(items: Sequence[Mapping[str, Any]]):
-    return per_class_prf([i["gold"] for i in items], [i["pred"] for i in items], CATEGORIES)
+def _category_prf(items: Sequence[Mapping[str, Any]], classes: Sequence[str] = CATEGORIES):
+    return per_class_prf([i["gold"] for i in items], [i["pred"] for i in items], classes)
 
 
 def _macro(field: str):
     return lambda items: getattr(macro_prf(_category_prf(items)), field)
 
 
-def _class_f1(code: str):
-    return lambda items: _category_prf(items)[code].f1
+def _per_class(field: str, code: str):
+    # one class's numbers do not depend on the others: computing only its own keeps the bootstrap (errorbars.py) cheap
+    return lambda items: getattr(_category_prf(items, (code,))[code], field)
 
 
 def _parse_failures(items: Sequence[Mapping[str, Any]]) -> int:
@@ -354,6 +374,14 @@ def _by_question_type(items: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return breakdown([100.0 * bool(i["correct"]) for i in items], [i["question_type"] or None for i in items])
 
 
+def _pred_distribution(items: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    return distribution([i["pred"] for i in items], CATEGORIES)
+
+
+def _confusion(items: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    return confusion_matrix([i["gold"] for i in items], [i["pred"] for i in items], CATEGORIES)
+
+
 def _round_mean(metric):
     return lambda items: round_mean_std(items, metric)[0]
 
@@ -362,30 +390,65 @@ def _round_std(metric):
     return lambda items: round_mean_std(items, metric)[1]
 
 
+def _round_mean_by_key(metric):
+    """A breakdown per round, then its per-key mean over rounds (one round: the breakdown itself, counts stay ints)."""
+    def aggregate(items):
+        rounds = by_round(items)
+        return metric(items) if len(rounds) <= 1 else mean_std_by_key([metric(r) for r in rounds])[0]
+    return aggregate
+
+
+def _round_std_by_key(metric):
+    return lambda items: mean_std_by_key([metric(r) for r in by_round(items)])[1]
+
+
 # lmms-eval's `!function utils.agg_*` needs module-level names; each is "metric per round, then mean (or std)".
 agg_step_acc = agg_cate_acc = _round_mean(_accuracy)
 agg_step_acc_std = agg_cate_acc_std = _round_std(_accuracy)
 agg_cate_macro_precision = _round_mean(_macro("precision"))
+agg_cate_macro_precision_std = _round_std(_macro("precision"))
 agg_cate_macro_recall = _round_mean(_macro("recall"))
+agg_cate_macro_recall_std = _round_std(_macro("recall"))
 agg_cate_macro_f1 = _round_mean(_macro("f1"))
 agg_cate_macro_f1_std = _round_std(_macro("f1"))
-agg_cate_f1_vis = _round_mean(_class_f1("VIS"))
-agg_cate_f1_cal = _round_mean(_class_f1("CAL"))
-agg_cate_f1_reas = _round_mean(_class_f1("REAS"))
-agg_cate_f1_know = _round_mean(_class_f1("KNOW"))
-agg_cate_f1_mis = _round_mean(_class_f1("MIS"))
-agg_step_parse_fail = _parse_failures
+agg_cate_f1_vis = _round_mean(_per_class("f1", "VIS"))
+agg_cate_f1_vis_std = _round_std(_per_class("f1", "VIS"))
+agg_cate_f1_cal = _round_mean(_per_class("f1", "CAL"))
+agg_cate_f1_cal_std = _round_std(_per_class("f1", "CAL"))
+agg_cate_f1_reas = _round_mean(_per_class("f1", "REAS"))
+agg_cate_f1_reas_std = _round_std(_per_class("f1", "REAS"))
+agg_cate_f1_know = _round_mean(_per_class("f1", "KNOW"))
+agg_cate_f1_know_std = _round_std(_per_class("f1", "KNOW"))
+agg_cate_f1_mis = _round_mean(_per_class("f1", "MIS"))
+agg_cate_f1_mis_std = _round_std(_per_class("f1", "MIS"))
+agg_cate_precision_vis = _round_mean(_per_class("precision", "VIS"))
+agg_cate_precision_vis_std = _round_std(_per_class("precision", "VIS"))
+agg_cate_precision_cal = _round_mean(_per_class("precision", "CAL"))
+agg_cate_precision_cal_std = _round_std(_per_class("precision", "CAL"))
+agg_cate_precision_reas = _round_mean(_per_class("precision", "REAS"))
+agg_cate_precision_reas_std = _round_std(_per_class("precision", "REAS"))
+agg_cate_precision_know = _round_mean(_per_class("precision", "KNOW"))
+agg_cate_precision_know_std = _round_std(_per_class("precision", "KNOW"))
+agg_cate_precision_mis = _round_mean(_per_class("precision", "MIS"))
+agg_cate_precision_mis_std = _round_std(_per_class("precision", "MIS"))
+agg_cate_recall_vis = _round_mean(_per_class("recall", "VIS"))
+agg_cate_recall_vis_std = _round_std(_per_class("recall", "VIS"))
+agg_cate_recall_cal = _round_mean(_per_class("recall", "CAL"))
+agg_cate_recall_cal_std = _round_std(_per_class("recall", "CAL"))
+agg_cate_recall_reas = _round_mean(_per_class("recall", "REAS"))
+agg_cate_recall_reas_std = _round_std(_per_class("recall", "REAS"))
+agg_cate_recall_know = _round_mean(_per_class("recall", "KNOW"))
+agg_cate_recall_know_std = _round_std(_per_class("recall", "KNOW"))
+agg_cate_recall_mis = _round_mean(_per_class("recall", "MIS"))
+agg_cate_recall_mis_std = _round_std(_per_class("recall", "MIS"))
+agg_step_parse_fail = _parse_failures  # counts: totals over all rounds
 agg_cate_parse_fail = _parse_failures
-agg_step_acc_by_question_type = _by_question_type
-agg_cate_acc_by_question_type = _by_question_type
-
-
-def agg_cate_pred_distribution(items):
-    return distribution([i["pred"] for i in items], CATEGORIES)
-
-
-def agg_cate_confusion(items):
-    return confusion_matrix([i["gold"] for i in items], [i["pred"] for i in items], CATEGORIES)
+agg_step_acc_by_question_type = agg_cate_acc_by_question_type = _round_mean_by_key(_by_question_type)
+agg_step_acc_by_question_type_std = agg_cate_acc_by_question_type_std = _round_std_by_key(_by_question_type)
+agg_cate_pred_distribution = _round_mean_by_key(_pred_distribution)
+agg_cate_pred_distribution_std = _round_std_by_key(_pred_distribution)
+agg_cate_confusion = _round_mean_by_key(_confusion)
+agg_cate_confusion_std = _round_std_by_key(_confusion)
 
 
 # A failed model request is unscored, not wrong (lmms_eval_plugins/outcome.py): every metric is null then.

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from lmms_eval_plugins.report import (Builder, Col, Entry, Section, Table, dict_metric, fmt, num, paper_rows,
-    variant_note)
+from lmms_eval_plugins.report import (
+    Builder,
+    Col,
+    Entry,
+    Section,
+    Table,
+    dict_metric,
+    fmt,
+    num,
+    paper_rows,
+    variant_note,
+)
 
 # Copied from the papers in /work/shared/papers (see each table's source line); percentages.
 PAPER_ROWS: dict[str, dict[str, Any]] = {
@@ -44,6 +55,40 @@ def _mm_short(label: str) -> str:
     return names.get(label[:1], label) if len(label) > 2 and label[1] == "_" else label
 
 
+def _ratio_text(value: Any) -> str:
+    # official_accuracy is NaN when the official parser read nothing (0/0)
+    return "N/A" if isinstance(value, float) and math.isnan(value) else fmt(value)
+
+
+def _official_table(b: Builder, entries: list[Entry]) -> Table | None:
+    """Our accuracy (robust parser) beside the official report's two accuracies (official parser)."""
+    present = [e for e in entries if any("official_strict_accuracy" in e.m(p) for p in ("etc", "epd") if p in e.tasks)]
+    if not present:
+        return None
+    cols, rows = [], []
+    for proto in ("etc", "epd"):
+        group = proto.upper()
+        cols += [Col(f"{group} accuracy", short="accuracy", group=group, best="max"),
+                 Col(f"{group} official accuracy", short="official accuracy", group=group, best="max"),
+                 Col(f"{group} official strict accuracy", short="official strict", group=group, best="max"),
+                 Col(f"{group} official unparsed", short="official unparsed", group=group)]
+    for e in present:
+        cells = []
+        for proto in ("etc", "epd"):
+            m = e.m(proto) if proto in e.tasks else {}
+            if "official_strict_accuracy" not in m:
+                cells += ["—"] * 4
+                continue
+            cells += [fmt(m.get("accuracy")), _ratio_text(m.get("official_accuracy")),
+                      b.cell(m.get("official_strict_accuracy")), fmt(m.get("official_parse_fail"))]
+        rows.append((e.label, cells))
+    return Table("mmerror-official", "Robust and official answer parsers", cols, rows,
+                 note="accuracy: correct / all samples with our robust parser. Official accuracy and official strict "
+                      "accuracy are the official report's accuracy (correct / parsed) and strict_accuracy (correct / all), "
+                      "with the official parser (normalize_label); N/A when it parsed nothing. "
+                      "Official unparsed: samples it could not read (the official runner retries those, then leaves them out).")
+
+
 def section_mmerror(b: Builder, entries: list[Entry]) -> Section:
     sec = Section("mmerror", "MMErroR", intro=(
         "Error-type classification with a known error (ETC) and with error presence detection first (EPD). "
@@ -77,6 +122,10 @@ def section_mmerror(b: Builder, entries: list[Entry]) -> Section:
             sec.blocks.append(Table("mmerror-paper-domains", "Published ETC results by domain (reference)", pcols, [], prow, psource,
                                     note="The paper's six domains (ML, PE, CM, BH, EE, DA) are listed as abbreviations; "
                                          "the columns above use the domain values of the data that was evaluated."))
+
+    parity = _official_table(b, entries)
+    if parity is not None:
+        sec.blocks.append(parity)
 
     both = [e for e in entries if "etc" in e.tasks or "epd" in e.tasks]
     cols = [Col("ETC", best="max"), Col("EPD", best="max"), Col("EPD drop", best="max"), Col("no-error rate"),

@@ -1,8 +1,10 @@
 """MMErroR: error-type classification (ETC) and two-stage error presence detection (EPD).
 
-Prompts, label letters and answer tolerance follow the official evaluation code
+Prompts and label letters follow the official evaluation code
 (github.com/code-here-in/MMerroR-Evaluation: ``prompts/*.prompt.txt``, ``mmerror_eval/labels.py``,
-``mmerror_eval/prompts.py``, ``mmerror_eval/runner.py``). EPD's two stages are issued as independent
+``mmerror_eval/prompts.py``, ``mmerror_eval/runner.py``). Replies are read twice: by a robust parser
+(``accuracy`` and the breakdowns) and by the official parser (official.py: ``official_accuracy``,
+``official_strict_accuracy``). EPD's two stages are issued as independent
 requests (two docs per sample) and the stage-1 -> stage-2 decision is replayed in the aggregation
 (:func:`replay_epd`); see README.md for why that equals the sequential protocol.
 """
@@ -10,11 +12,17 @@ requests (two docs per sample) and the stage-1 -> stage-2 decision is replayed i
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from loguru import logger
 
+from lmms_eval_plugins.benchmarks.mmerror.official import (
+    official_letter,
+    official_presence,
+)
 from lmms_eval_plugins.data import (
     DataSource,
     find_with_extensions,
@@ -26,14 +34,33 @@ from lmms_eval_plugins.data import (
     resolve_source,
     safe_path,
     source_spec,
+    stamp_skipped,
     to_dataset,
 )
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.media import load_image
 from lmms_eval_plugins.messages import FrameGroup, interleaved_messages
-from lmms_eval_plugins.metrics import accuracy, breakdown, confusion_matrix, distribution, macro_over_groups
-from lmms_eval_plugins.outcome import count_unscored, guard_aggregations, with_unscored
-from lmms_eval_plugins.parsing import Parsed, clean_markup, match_category, parse_option_letter, strip_reasoning
+from lmms_eval_plugins.metrics import (
+    accuracy,
+    breakdown,
+    confusion_matrix,
+    distribution,
+    macro_over_groups,
+)
+from lmms_eval_plugins.outcome import (  # noqa: F401 (agg_skipped*: hooks of the task YAMLs)
+    agg_skipped,
+    agg_skipped_by_reason,
+    count_unscored,
+    guard_aggregations,
+    with_unscored,
+)
+from lmms_eval_plugins.parsing import (
+    Parsed,
+    clean_markup,
+    match_category,
+    parse_option_letter,
+    strip_reasoning,
+)
 from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD
 
 BENCHMARK = "mmerror"
@@ -198,7 +225,8 @@ def normalize_record(raw: Any, *, path: Path) -> dict[str, Any] | None:
     }
 
 
-def _attach_images(records: list[dict[str, Any]], root: Path, within: Path | None = None) -> list[dict[str, Any]]:
+def _attach_images(records: list[dict[str, Any]], root: Path, within: Path | None = None,
+                   skipped: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
     """``image_path`` = ``root/data/images/<question_id>.<ext>``, resolved inside ``within`` (default ``root``)."""
     images = root / "data" / "images"
 
@@ -212,7 +240,7 @@ def _attach_images(records: list[dict[str, Any]], root: Path, within: Path | Non
                                  "LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA=1 to skip such records")
         record["image_path"] = str(found)
 
-    return keep_records_with_media(BENCHMARK, records, check)
+    return keep_records_with_media(BENCHMARK, records, check, skipped=skipped)
 
 
 def benchmark_root(source: DataSource) -> Path:
@@ -249,7 +277,10 @@ def load_records(source: DataSource) -> list[dict[str, Any]]:
                        f"{', '.join(unlabeled[:5])}{' ...' if len(unlabeled) > 5 else ''}")
     if not records:
         raise DataError("no MMErroR record has a label", path=str(jsons), fix="check the data")
-    return _attach_images(records, root, within)
+    return _attach_images(records, root, within, skipped={NO_LABEL_SKIP: len(unlabeled)})
+
+
+NO_LABEL_SKIP = "no label"
 
 
 def _load(dataset: Any) -> list[dict[str, Any]]:
@@ -294,11 +325,13 @@ def epd_docs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def process_docs_etc(dataset: Any):
-    return to_dataset(etc_docs(_load(dataset)))
+    records = _load(dataset)
+    return to_dataset(stamp_skipped(etc_docs(records), records))
 
 
 def process_docs_epd(dataset: Any):
-    return to_dataset(epd_docs(_load(dataset)))
+    records = _load(dataset)
+    return to_dataset(stamp_skipped(epd_docs(records), records))
 
 
 # ------------------------------------------------------------------------------------------- prompts
@@ -344,34 +377,177 @@ def doc_to_messages_epd(doc, lmms_eval_specific_kwargs=None):
 _OUTPUT_LABEL = re.compile(r"(?im)^([ \t]*)output\b")
 _STRIP = " \t\r\n.:!?;,\"'()[]{}"
 
+# Robust fallbacks, tried only when the core rules (parse_option_letter) find nothing: a reply they
+# read keeps its reading, and one they call ambiguous, empty or outside the options stays unparsed.
+# Prose letters must be uppercase ("a reasoning error" names no option A).
+_FALLBACK_ERRORS = ("no option letter found",)
+# "the answer is B", "Answer: (B)", "my choice: option B", "I choose B", "classified as B", "so this is B";
+# the last one wins
+_ANSWER_PHRASE = (
+    r"(?i:\b(?:(?:final|correct|right|best|my)\s+(?:answer|option|choice)|answer|error\s+type|error\s+category"
+    r"|classification|decision|verdict|output|selection)(?:\s+(?:is|would\s+be|should\s+be|will\s+be))?"
+    r"|\bi(?:\s+would|\s+will|'d|'ll)?\s+(?:choose|select|pick|go\s+with)|\b(?:classified\s+as|falls\s+under|corresponds\s+to)"
+    r"|\b(?:it|this)(?:'s|\s+is|\s+would\s+be)|答案(?:是|为)?)"
+    r"\s*(?:[:=\-–—]\s*)?(?:(?i:option|choice|category|letter)\s*)?"  # every optional piece starts with a non-space
+)
+_CLOSE = r"(?![A-Za-z0-9_])"
+_PRESENCE_NAME_PATTERNS = {ABSENT: r"no[\s_\-]*errors?", PRESENT: r"errors?[\s_\-]+present"}
+# Category names as the prompt spells them, with spaces, underscores or hyphens; "Knowledge Application"
+# too (the paper's other name for D).
+_TYPE_NAME_KEYS = ("visual", "reasoning", "question", "knowledge")  # each name holds one: a quick pre-check
+_TYPE_NAME_PATTERNS = {
+    "A": r"visual[\s_\-]+perception(?:[\s_\-]+error)?",
+    "B": r"reasoning[\s_\-]+error",
+    "C": r"question[\s_\-]+comprehension(?:[\s_\-]+error)?",
+    "D": r"knowledge[\s_\-]+(?:deployment|application)(?:[\s_\-]+error)?",
+}
+# EPD stage 1 in a sentence: the reply opens with it ("There is no error in the reasoning.").
+_NO_ERROR_SENTENCE = re.compile(
+    r"(?:no[,.!]?\s+)?(?:there\s+(?:is|are)\s+no|there's\s+no|i\s+(?:found|find|see|detect)\s+no|no"
+    r"|(?:the\s+)?reasoning(?:\s+chain)?\s+(?:contains|has)\s+no)\s+(?:errors?|mistakes?)\b"
+    r"|(?:no[,.!]?\s+)?(?:the\s+)?reasoning(?:\s+chain)?\s+is\s+(?:fully\s+|completely\s+|entirely\s+)?"
+    r"(?:correct|valid|sound|error[\s\-]free)\b", re.IGNORECASE)
+_ERROR_SENTENCE = re.compile(
+    r"(?:yes[,.!]?\s+)?(?:there\s+(?:is|are)\s+(?:an?|one|some|at\s+least\s+one)|there's\s+(?:an?|one)"
+    r"|(?:the\s+)?reasoning(?:\s+chain)?\s+(?:contains|has)\s+(?:an?|one|at\s+least\s+one))\s+(?:\w+\s+)?(?:errors?|mistakes?)\b"
+    r"|(?:yes[,.!]?\s+)?(?:the\s+)?reasoning(?:\s+chain)?\s+is\s+(?:incorrect|wrong|flawed|erroneous)\b"
+    r"|(?:yes[,.!]?\s+)?(?:an?\s+)?error\s+is\s+present\b", re.IGNORECASE)
+# A sentence answer is refused when the reply also says the opposite or qualifies it.
+_CONTRARY = {ABSENT: re.compile(r"\b(?:but|however|except|although|though|incorrect|wrong|flawed|error\s+present)\b",
+                                re.IGNORECASE),
+             PRESENT: re.compile(r"\bno\s+errors?\b|\b(?:is|are)\s+(?:fully\s+|completely\s+)?correct\b", re.IGNORECASE)}
+
+
+class _Fallback:
+    """The robust rules for one option set (compiled once), in order: the last answer phrase; an
+    ``Answer:`` line holding one letter in either case; a category name after an answer phrase; a letter
+    opening the reply ("B. The sum ..."); "Option X" mentions that agree; one category name (A-D only;
+    stage 1 reads an option name only where it opens the reply)."""
+
+    def __init__(self, letters: str, names: Mapping[str, str], name_keys: tuple[str, ...], *, names_anywhere: bool):
+        self.letters = letters
+        self.names_anywhere = names_anywhere
+        self.name_keys = name_keys
+        cls = f"[{letters}]"
+        bracketed = rf"(?:[(\[]\s*)?({cls})(?:\s*[)\]])?{_CLOSE}"  # no two adjacent space runs: linear
+        self.phrase = re.compile(_ANSWER_PHRASE + bracketed)
+        self.mention = re.compile(rf"(?i:\b(?:option|choice|category))\s*{bracketed}")
+        self.answer_line_any_case = re.compile(  # "Answer: b" (the official parser reads it too)
+            rf"^[ \t]*(?:final\s*answer|answer|output)[ \t]*(?:[:\-][ \t]*)?(?:[(\[][ \t]*)?([{letters}{letters.lower()}])"
+            rf"(?:[ \t]*[)\]])?[ \t]*(?:[.!][ \t]*)?$", re.IGNORECASE | re.MULTILINE)
+        self.leading = re.compile(rf"[(\[]?({cls})(?:[)\]]|\s*(?:[.:,\-–—(_]|\n|$))")
+        self.leading_name = re.compile(rf"(?:{'|'.join(f'(?P<{letter}>{pattern})' for letter, pattern in names.items())})"
+                                       r"(?=[ \t]*(?:[.:,;!\-–—(\n]|$))", re.IGNORECASE)  # "No Error." not "No error in step 1"
+        self.names = {letter: re.compile(rf"(?<![A-Za-z0-9]){pattern}(?![A-Za-z0-9])", re.IGNORECASE)
+                      for letter, pattern in names.items()}
+        self.phrase_name = re.compile(_ANSWER_PHRASE + r"(.{0,80})")
+
+    def _name_in(self, text: str) -> str | None:
+        hits = {letter for letter, rx in self.names.items() if rx.search(text)}
+        return hits.pop() if len(hits) == 1 else None
+
+    def __call__(self, text: str) -> str | None:
+        # quick substring pre-checks skip the regex passes that cannot match (most of a hostile reply's cost)
+        low = text.lower()
+        has_letter = any(c in text for c in self.letters)
+        may_name = any(k in low for k in self.name_keys)
+        last = None
+        for last in self.phrase.finditer(text) if has_letter else ():
+            pass
+        if last is not None:
+            return last.group(1)
+        line = None
+        for line in self.answer_line_any_case.finditer(text) if "answer" in low or "output" in low else ():
+            pass
+        if line is not None:
+            return line.group(1).upper()
+        for named in reversed(list(self.phrase_name.finditer(text))[-8:] if may_name else []):  # "Answer: Reasoning Error"
+            hit = self._name_in(named.group(1))
+            if hit:
+                return hit
+        lead = self.leading.match(text)
+        if lead:
+            return lead.group(1)
+        mentioned = {m.group(1) for m in self.mention.finditer(text)} if has_letter else set()
+        if len(mentioned) == 1:
+            return mentioned.pop()
+        if self.names_anywhere:
+            return self._name_in(text) if may_name else None
+        opening = self.leading_name.match(text)
+        return opening.lastgroup if opening else None
+
+
+_TYPE_FALLBACK = _Fallback(ERROR_LETTERS, _TYPE_NAME_PATTERNS, _TYPE_NAME_KEYS, names_anywhere=True)
+# "no error" inside prose is not read (it can invert the answer: "no error in step 1, but step 3 ...")
+_PRESENCE_FALLBACK = _Fallback(PRESENT + ABSENT, _PRESENCE_NAME_PATTERNS, ("error",), names_anywhere=False)
+
+
+# The fallbacks read a long reply's first and last characters only: a prose answer opens or closes the
+# reply, and the bound keeps their many regex passes cheap on a megabyte of hostile text.
+_FALLBACK_WINDOW = 2000
+
+
+def _fallback_text(text: str) -> str:
+    """The reply as the fallbacks read it: reasoning removed, markup removed, full-width forms folded."""
+    body = strip_reasoning(text)
+    if len(body) > 2 * _FALLBACK_WINDOW:
+        body = body[:_FALLBACK_WINDOW] + "\n" + body[-_FALLBACK_WINDOW:]
+    return clean_markup(unicodedata.normalize("NFKC", body)).strip()
+
+
+def _robust(text: str, letters: str, names: Mapping[str, str], fallback: _Fallback) -> Parsed[str]:
+    parsed = parse_option_letter(_OUTPUT_LABEL.sub(r"\1Answer", text), letters, names=names)
+    if parsed.ok or parsed.error not in _FALLBACK_ERRORS:
+        return parsed
+    folded = unicodedata.normalize("NFKC", text)
+    if folded != text:  # "Ｂ", "（B）", "答案：B"
+        again = parse_option_letter(_OUTPUT_LABEL.sub(r"\1Answer", folded), letters, names=names)
+        if again.ok or again.error not in _FALLBACK_ERRORS:
+            return again
+    hit = fallback(_fallback_text(text))
+    return Parsed.success(hit) if hit else parsed
+
 
 def parse_type(text: Any) -> Parsed[str]:
-    """An A-D answer (ETC and EPD stage 2) with the official tolerance; see README.md."""
+    """An A-D answer (ETC and EPD stage 2), robust; see README.md ("Answer parsing")."""
     text = text if isinstance(text, str) else ("" if text is None else str(text))
-    return parse_option_letter(_OUTPUT_LABEL.sub(r"\1Answer", text), ERROR_LETTERS,
-                               names={c: LABELS[c] for c in ERROR_LETTERS})
+    return _robust(text, ERROR_LETTERS, {c: LABELS[c] for c in ERROR_LETTERS}, _TYPE_FALLBACK)
 
 
 def parse_presence(text: Any) -> Parsed[str]:
-    """A P/N answer (EPD stage 1): the A-D tolerance with letters P and N, the option names ("No Error",
-    "Error Present") as the whole reply, and the official whole-reply words "none" (N) and "error" (P).
-    Unlike the official parser, "no error" somewhere inside a longer reply is NOT read as N (README.md)."""
+    """A P/N answer (EPD stage 1): the A-D rules with letters P and N and the option names ("No Error",
+    "Error Present"), the official whole-reply words "none" (N) and "error" (P), and a reply that opens
+    with a plain sentence saying so ("There is no error in the reasoning.") unless it also says the
+    opposite or qualifies it ("but", "however", ...); see README.md."""
     text = text if isinstance(text, str) else ("" if text is None else str(text))
-    parsed = parse_option_letter(_OUTPUT_LABEL.sub(r"\1Answer", text), PRESENT + ABSENT, names=PRESENCE_NAMES)
+    parsed = _robust(text, PRESENT + ABSENT, PRESENCE_NAMES, _PRESENCE_FALLBACK)
     if parsed.ok:
         return parsed
     word = clean_markup(strip_reasoning(text)).strip(_STRIP).casefold()
     if word in PRESENCE_WORDS:
         return Parsed.success(PRESENCE_WORDS[word])
+    if parsed.error not in _FALLBACK_ERRORS:
+        return parsed
+    body = _fallback_text(text)
+    for letter, sentence in ((ABSENT, _NO_ERROR_SENTENCE), (PRESENT, _ERROR_SENTENCE)):
+        if sentence.match(body) and not _CONTRARY[letter].search(body):
+            return Parsed.success(letter)
     return parsed
+
+
+def official_type(text: Any) -> str | None:
+    """The official parser's A-D letter (ETC and EPD stage 2), None when it parses nothing."""
+    return official_letter(text, ERROR_LETTERS, {c: LABELS[c] for c in ERROR_LETTERS})
 
 
 # ------------------------------------------------------------------------------------------- scoring
 
 COMMON_METRICS = ("accuracy", "parse_fail", "accuracy_by_domain", "accuracy_by_subdomain", "accuracy_by_label",
                   "accuracy_domain_macro", "confusion", "pred_distribution")
-ETC_METRICS = COMMON_METRICS
-EPD_METRICS = (*COMMON_METRICS, "no_error_rate", "false_alarm_rate", "presence_parse_fail")
+# Beside accuracy: the official report's two accuracies with the official parser (official.py).
+OFFICIAL_METRICS = ("official_accuracy", "official_strict_accuracy", "official_parse_fail")
+ETC_METRICS = (*COMMON_METRICS, *OFFICIAL_METRICS)
+EPD_METRICS = (*COMMON_METRICS, "no_error_rate", "false_alarm_rate", "presence_parse_fail", *OFFICIAL_METRICS)
 
 
 def _common(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -384,9 +560,12 @@ def score_etc(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
     parsed = parse_type(response)
     pred = LABELS[parsed.value] if parsed.ok else None
     correct = pred == doc["label"]
+    official = official_type(response)
+    official_pred = LABELS[official] if official else None
     # score/accuracy: the 0/1 score lmms-eval's own clustered standard error and --baseline read (score_key)
     return {**_common(doc), "gold": doc["label"], "pred": pred, "correct": correct,
-            "parse_error": parsed.error, "score": float(correct), "accuracy": float(correct)}
+            "parse_error": parsed.error, "score": float(correct), "accuracy": float(correct),
+            "official_pred": official_pred, "official_correct": official_pred == doc["label"]}
 
 
 def score_epd_stage(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
@@ -396,25 +575,28 @@ def score_epd_stage(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
     if doc["stage"] == STAGE_PRESENCE:
         parsed = parse_presence(response)
         gold, pred = (ABSENT if no_error else PRESENT), parsed.value
+        official = official_presence(response)
     else:
         parsed = parse_type(response)
         gold, pred = (None if no_error else doc["label"]), (LABELS[parsed.value] if parsed.ok else None)
+        official = LABELS[letter] if (letter := official_type(response)) else None
     return {**_common(doc), "stage": doc["stage"], "gold": gold, "pred": pred,
-            "correct": pred is not None and pred == gold, "parse_error": parsed.error}
+            "correct": pred is not None and pred == gold, "parse_error": parsed.error, "official_pred": official}
 
 
 def process_results_etc(doc, results):
     response = results[0] if results else ""
-    return with_unscored(dict.fromkeys(ETC_METRICS, score_etc(doc, response)), [response])
+    return with_unscored(dict.fromkeys(ETC_METRICS, score_etc(doc, response)), [response], doc=doc)
 
 
 def process_results_epd(doc, results):
     response = results[0] if results else ""
-    return with_unscored(dict.fromkeys(EPD_METRICS, score_epd_stage(doc, response)), [response])
+    return with_unscored(dict.fromkeys(EPD_METRICS, score_epd_stage(doc, response)), [response], doc=doc)
 
 
-def replay_epd(items: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], int]:
-    """Replay the sequential two-stage protocol on the per-request items of EPD.
+def replay_epd(items: Sequence[Mapping[str, Any]], *, official: bool = False) -> tuple[list[dict[str, Any]], int]:
+    """Replay the sequential two-stage protocol on the per-request items of EPD (``official``: with the
+    official parser's readings of both stages, ``official_pred``, as the official runner decides).
 
     Items are grouped by question_id (first-seen order). Per sample: stage 1 N -> ``E_NoError``;
     stage 1 P -> the stage-2 label (unparseable stage 2 -> unparseable sample); unparseable stage 1 ->
@@ -433,14 +615,15 @@ def replay_epd(items: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]]
             incomplete += 1
             continue
         first, second = stages[STAGE_PRESENCE], stages[STAGE_TYPE]
-        decision = first["pred"]
+        key = "official_pred" if official else "pred"
+        decision = first.get(key)
         if decision == ABSENT:
             pred, error = NO_ERROR_LABEL, None
         elif decision == PRESENT:
-            pred = second["pred"]
-            error = None if pred is not None else f"stage 2: {second['parse_error']}"
+            pred = second.get(key)
+            error = None if pred is not None else f"stage 2: {'official parser: unparsed' if official else second['parse_error']}"
         else:
-            pred, error = None, f"stage 1: {first['parse_error']}"
+            pred, error = None, f"stage 1: {'official parser: unparsed' if official else first['parse_error']}"
         outcomes.append({"question_id": question_id, "domain": first["domain"], "subdomain": first["subdomain"],
                          "gold": first["label"], "pred": pred, "presence": decision,
                          "correct": pred is not None and pred == first["label"], "parse_error": error})
@@ -523,6 +706,37 @@ def agg_false_alarm_rate(items):
 def agg_presence_parse_fail(items):
     """EPD: number of samples whose stage-1 answer could not be parsed."""
     return sum(1 for o in _outcomes(items) if o["presence"] is None)
+
+
+def _official_outcomes(items: Sequence[Mapping[str, Any]]) -> list[tuple[bool, bool]]:
+    """(parsed, correct) per sample with the official parser (EPD: both stages replayed with it)."""
+    if items and "stage" in items[0]:
+        return [(o["pred"] is not None, bool(o["correct"])) for o in replay_epd(items, official=True)[0]]
+    return [(i.get("official_pred") is not None, bool(i.get("official_correct"))) for i in items]
+
+
+def official_ratio(outcomes: Sequence[tuple[bool, bool]]) -> float:
+    """Correct / parsed in percent; NaN when nothing parsed (0/0 is undefined: the official report prints
+    0 there, beside a coverage of 0; ``official_parse_fail`` says how many were left out). NaN also
+    keeps the bootstrap error bar honest: resamples that parse nothing are dropped, not counted as 0."""
+    parsed = [correct for ok, correct in outcomes if ok]
+    return accuracy(parsed) if parsed else float("nan")
+
+
+def agg_official_accuracy(items):
+    """The official report's ``accuracy``: correct / samples the official parser read, in percent."""
+    return official_ratio(_official_outcomes(items))
+
+
+def agg_official_strict_accuracy(items):
+    """The official report's ``strict_accuracy``: correct (official parser) / all samples, in percent."""
+    return accuracy([correct for _, correct in _official_outcomes(items)])
+
+
+def agg_official_parse_fail(items):
+    """Samples the official parser could not read (EPD: stage 1, or stage 2 after P); the official
+    report's dataset_total - scored_total."""
+    return sum(1 for ok, _ in _official_outcomes(items) if not ok)
 
 
 # A failed model request is unscored, not wrong (lmms_eval_plugins/outcome.py): every metric is null then.

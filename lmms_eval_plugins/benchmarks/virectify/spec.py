@@ -11,7 +11,9 @@ REFLECT_TEMPLATE = (
     Metric("acc_r_rationale", True, paper_name="Acc_r (rationale hint)"),
     Metric("acc_r_judge_errors", False, unit="count"),
     Metric("answer_parse_fail", False, unit="count"),
+    Metric("skipped", False, unit="count"),
     Metric("unscored", False, unit="count"),
+    Metric("skipped_by_reason", False, unit="dict"),
 )
 TEMPLATE = (
     Metric("acc_i", True, paper_name="Acc_i", item_score="acc_i"),
@@ -24,7 +26,9 @@ TEMPLATE = (
     Metric("by_domain", True, unit="dict"),
     Metric("by_error_type", True, unit="dict"),
     Metric("by_solution_source", True, unit="dict"),
+    Metric("skipped", False, unit="count"),
     Metric("unscored", False, unit="count"),
+    Metric("skipped_by_reason", False, unit="dict"),
 )
 
 BENCHMARK = Benchmark(

@@ -29,6 +29,7 @@ from typing import Any
 from lmms_eval_plugins.data import (
     DataSource,
     keep_records_with_media,
+    stamp_skipped,
     read_jsonl,
     require_file,
     require_fields,
@@ -43,7 +44,7 @@ from lmms_eval_plugins.logged_samples import read_samples
 from lmms_eval_plugins.media import frame_plan, sample_video, video_info
 from lmms_eval_plugins.messages import FrameGroup, interleaved_messages
 from lmms_eval_plugins.metrics import accuracy, jaccard, merge_intervals, union_iou
-from lmms_eval_plugins.outcome import count_unscored, guard_aggregations, with_unscored
+from lmms_eval_plugins.outcome import agg_skipped, agg_skipped_by_reason, count_unscored, guard_aggregations, with_unscored  # noqa: F401 (agg_skipped*: hooks of the task YAMLs)
 from lmms_eval_plugins.parsing import extract_boxed, extract_tag, parse_intervals, strip_reasoning
 from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD
 
@@ -368,6 +369,35 @@ def find_answer(body: str, rationale: str | None = None) -> tuple[str | None, st
     return (boxed, "anywhere") if boxed else (None, "")
 
 
+_TAG = re.compile(r"<\s*(?:/\s*)?[A-Za-z_][\w\-]*\s*>")  # not "<\s*/?\s*": adjacent \s* runs backtrack quadratically
+
+
+def _runs_to_end(body: str, tag: str) -> bool:
+    """True when the last ``<tag>`` is neither closed nor followed by another tag: the reply stopped
+    inside it (the token limit), so its last piece may be cut."""
+    last = None
+    for last in re.finditer(rf"<\s*{tag}(?:\s[^<>]{{0,200}})?>", body, re.IGNORECASE):
+        pass
+    return last is not None and _TAG.search(body, last.end()) is None
+
+
+def key_times(content: str, *, cut_off: bool = False) -> list[tuple[float, float]] | None:
+    """The key-time intervals written in ``<timestamps>`` (None when there is none).
+
+    Every form :func:`lmms_eval_plugins.parsing.parse_intervals` reads: ``[00:12-00:20]``,
+    ``[00:12]-[00:20]``, ``[12s]-[20s]``, ``12-20s``, ``0:12–0:20``, "from 12 s to 20 s",
+    ``[[12, 20], [31, 35]]``. When some are clock times, only those count (a note beside them such as
+    "bounces 2-3 times" is no interval). ``cut_off``: the reply ended inside the tag, so a last piece
+    that does not end with a closing bracket may be incomplete ("[00:31-00:3") and is dropped; the
+    intervals before it count.
+    """
+    if cut_off and not content.rstrip().endswith(("]", ")")):
+        ends = [content.rfind(c) for c in "]),;\n"]
+        content = content[: max(ends) + 1] if max(ends) >= 0 else ""
+    found = [iv for iv in parse_intervals(content, clock_first=True) if all(math.isfinite(x) for x in iv)]
+    return found or None
+
+
 def parse_response(text: Any) -> dict[str, Any]:
     """Read the four parts of a ViRectify answer. Never raises.
 
@@ -402,7 +432,7 @@ def parse_response(text: Any) -> dict[str, Any]:
     if content is None:
         missing["timestamps"] = "no <timestamps> tag"
     else:
-        intervals = [iv for iv in parse_intervals(content) if all(math.isfinite(x) for x in iv)] or None
+        intervals = key_times(content, cut_off=_runs_to_end(body, "timestamps"))
         if intervals is None:
             missing["timestamps"] = "no readable interval in <timestamps>"
 
@@ -507,6 +537,10 @@ def normalize_record(raw: Any, *, line: int, path: Path) -> dict[str, Any]:
     if not isinstance(raw["error_graph"], Mapping):
         raise bad("error_graph must be an object", 'give {"step2": ["step2"], "step3": ["step2"]}')
     edges = graph_edges(raw["error_graph"])
+    outside = sorted({step for edge in edges for step in edge if not 1 <= step <= len(solution)})
+    if outside:
+        raise bad(f"error_graph names step(s) {', '.join(map(str, outside))}, but the solution has {len(solution)} step(s)",
+                  f'refer only to "step1".."step{len(solution)}"')
     intervals = _gold_intervals(raw["timestamps"])
     if intervals is None:
         raise bad(f"timestamps {raw['timestamps']!r} is not a non-empty list of [start, end] seconds",
@@ -533,6 +567,11 @@ def normalize_record(raw: Any, *, line: int, path: Path) -> dict[str, Any]:
     }
 
 
+# Annotations are rounded and container durations differ by a frame: a key-time interval may end this
+# far past the probed duration (further out, the gold would be unreachable by any prediction).
+TIMESTAMP_END_TOLERANCE_S = 1.0
+
+
 def load_records(source: DataSource) -> list[dict[str, Any]]:
     assert source.root is not None  # no hub copy exists (resolve_source says so)
     path = source.root / JSONL_NAME
@@ -553,6 +592,11 @@ def load_records(source: DataSource) -> list[dict[str, Any]]:
                      fix=f"put the video there (layout: {LOCAL_LAYOUT}), or set "
                          "LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA=1 to skip such records")
         record["video_path"] = str(video)
+        duration = video_info(video, record["id"]).duration  # a corrupt video is a (skippable) MediaError
+        late = [iv for iv in record["intervals"] if iv[0] >= duration or iv[1] > duration + TIMESTAMP_END_TOLERANCE_S]
+        if late:
+            raise DataError(f"timestamps {late} lie past the end of the video ({duration:.2f} s)", record=record["id"],
+                            path=str(path), fix=f"correct the key-time intervals, or the 'video' file ({video})")
 
     return keep_records_with_media(BENCHMARK, records, check)
 
@@ -618,7 +662,7 @@ def process_docs(dataset: Any):
             ORACLE_FIELD: oracle_response(r),
             CHANCE_FIELD: chance_responses(len(r["solution"])),
         })
-    return to_dataset(docs)
+    return to_dataset(stamp_skipped(docs, records))
 
 
 # ----------------------------------------------------------------------------------------------- reflection hints
@@ -698,7 +742,7 @@ def process_docs_reflect(dataset: Any):
                 ORACLE_FIELD: f"<answer>{ANSWER_SENTENCE.format(answer=r['answer'])}</answer>",
                 CHANCE_FIELD: [f"<answer>{ANSWER_SENTENCE.format(answer=c)}</answer>" for c in "ABCD"],
             })
-    return to_dataset(docs)
+    return to_dataset(stamp_skipped(docs, records))
 
 
 def _logged_text(row: Mapping[str, Any]) -> str:
@@ -847,7 +891,7 @@ def process_results(doc, results):
     item["acc_r"] = judged_value(outcome)
     out = {metric: item for metric in METRICS}
     out["format_rate"] = {**item, "parsed": shown}  # the logged sample shows what was read once
-    return with_unscored(out, [text], judge=outcome, judged=JUDGED_METRICS)
+    return with_unscored(out, [text], judge=outcome, judged=JUDGED_METRICS, doc=doc)
 
 
 def process_results_reflect(doc, results):
@@ -856,7 +900,8 @@ def process_results_reflect(doc, results):
     item = {"id": doc["id"], "hint_kind": doc["hint_kind"], "hint_source": doc["hint_source"], "domain": doc["domain"],
             "answer": answer, "missing": {} if answer is not None else {"answer": "no \\boxed{} answer"},
             "judge": outcome.to_dict(), "acc_r": judged_value(outcome)}
-    return with_unscored(dict.fromkeys(REFLECT_METRICS, item), [text], judge=outcome, judged=REFLECT_JUDGED_METRICS)
+    return with_unscored(dict.fromkeys(REFLECT_METRICS, item), [text], judge=outcome, judged=REFLECT_JUDGED_METRICS,
+                         doc=doc)
 
 
 def judged_value(outcome: JudgeOutcome) -> float | None:
