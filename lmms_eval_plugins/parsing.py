@@ -337,7 +337,8 @@ _NAME_STRIP = " \t\r\n.:!?;,\"'()[]{}"
 def parse_option_letter(
     text: str, letters: str = "ABCD", *, names: Mapping[str, str] | None = None, prose: bool = False
 ) -> Parsed[str]:
-    """One option letter, with the tolerance of MMErroR's official evaluation code.
+    """One option letter: a strict core modelled on, but not identical to, MMErroR's official parser
+    (the exact official behaviour is ``benchmarks/mmerror/official.py``).
 
     Rules, in priority order, on the reasoning-stripped, markup-cleaned output:
     1. the whole output is a bare letter (``B``, ``**B**``, ``(B)``, ``[B]``, ``B)``, ``B.``,
@@ -350,7 +351,7 @@ def parse_option_letter(
     5. with ``names`` (letter -> label name, e.g. ``{"B": "B_Reasoning_Error"}``), the entire
        output equals one name (case-insensitive, ignoring markup and surrounding punctuation).
     Letters must be uppercase and in ``letters`` outside rule 1. Prose such as "I think the
-    answer is B" is unparseable, as in the official code.
+    answer is B" is unparseable by default.
 
     ``prose=True`` reads the answers real models write (:func:`_prose_letter`): full-width letters
     and brackets count as ASCII, ``<answer>`` tags are dropped, and when rules 1-5 find nothing,

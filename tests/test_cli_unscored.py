@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_eval_plugins.outcome import REQUEST_FAILED
+from lmms_eval_plugins.outcome import REQUEST_FAILED, SKIPPED_BY_REASON_METRIC, SKIPPED_METRIC
 from lmms_eval_plugins.testing.cli_run import run_lmms_eval
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -57,8 +57,12 @@ def test_every_task_has_results_with_null_metrics_and_a_count(runs):
         metrics = dead.task_results(task)
         samples = dead.samples(task)
         assert metrics["unscored"] == len(samples) > 0, task
+        # records left out of the run describe the data, not the model: counted even when every request failed
+        by_reason = metrics[SKIPPED_BY_REASON_METRIC]
+        assert isinstance(by_reason, dict) and metrics[SKIPPED_METRIC] == sum(by_reason.values()), task
         # lmms-eval's own entries: stderr columns ("N/A") and [] for a process_results key without aggregation
-        nulls = {k: v for k, v in metrics.items() if "_stderr" not in k and v != [] and k != "unscored"}
+        data_level = {"unscored", SKIPPED_METRIC, SKIPPED_BY_REASON_METRIC}
+        nulls = {k: v for k, v in metrics.items() if "_stderr" not in k and v != [] and k not in data_level}
         assert nulls and all(v is None for v in nulls.values()), (task, nulls)
 
 
