@@ -26,6 +26,11 @@ def test_oracle_scores_100_on_all_ten_tasks_and_every_average(tmp_path, isolated
         assert metrics["score"] == 100.0 and metrics["score_strict"] == 100.0, task
         assert metrics["skipped"] == 0 and metrics.get("parse_fail", 0) == 0 and metrics.get("judge_errors", 0) == 0
         assert run.results["n-samples"][task]["effective"] == 2
+        # every question names its video group, the error-bar cluster (ours and lmms-eval's cluster_key)
+        clips = {d["id"]: {m["rel"] for m in d["media"]}
+                 for d in cv.load_docs({"benchmark": "crossvid", "source": "sample"}, task.split("_")[1].upper())}
+        for sample in run.samples(task):
+            assert sample["score"]["video_group"] == " | ".join(sorted(clips[sample["score"]["id"]])), task
     for group in GROUPS:  # O.Avg, C.Avg, T.Avg, M.Avg
         assert run.results["results"][group]["score,none"] == 100.0, group
     ccqa = run.task_results("crossvid_ccqa_sample")

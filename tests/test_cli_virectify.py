@@ -56,6 +56,10 @@ def test_oracle_scores_100_with_the_offline_judge(tmp_path, clean_judge_env):
     sample = run.samples(TASK)[0]
     assert sample["acc_r"]["judge"]["name"] == "semantic_match_offline" and sample["acc_r"]["judge"]["verdict"] == 1.0
     assert sample["format_rate"]["parsed"]["answer"] == "3" and sample["format_rate"]["missing"] == {}
+    # every item names its source video, the error-bar cluster (ours and lmms-eval's, cluster_key)
+    clips = {d["id"]: d["source_video"] for d in vr.process_docs([SAMPLE_ROW])}
+    assert all(s["acc_i"]["source_video"] == clips[s["acc_i"]["id"]] for s in run.samples(TASK))
+    assert m["acc_i_stderr"] == 0.0 and m["acc_i_stderr_clustered"] == 0.0  # 12 items on fewer clips, all right
     # the logged outputs turn into a hints file for the reflection task (here: the gold hints again)
     samples_file = next(run.results_path.parent.glob(f"*_samples_{TASK}.jsonl"))
     hints = tmp_path / "hints.jsonl"

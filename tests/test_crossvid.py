@@ -113,6 +113,29 @@ def test_strict_source_option_makes_score_the_official_comparison():
     assert m_strict["score"] == pytest.approx(100 / 3) and m_strict["score_strict"] == pytest.approx(100 / 3)
 
 
+def test_questions_over_the_same_videos_are_one_error_bar_cluster():
+    from lmms_eval_plugins.benchmark import get as get_benchmark
+    from lmms_eval_plugins.errorbars import metric_stderr
+
+    spec = get_benchmark("crossvid")
+    base = doc_for("BU", 0)
+    media = json.loads(base["media"])
+    rels = sorted({m["rel"] for m in media})
+    assert cv.score_response(base, "AC")["video_group"] == " | ".join(rels)
+    # the same clips listed in another order are the same group; other clips another group
+    swapped = {**base, "id": "9", "media": json.dumps(media[::-1])}
+    other = {**base, "id": "8", "media": json.dumps([{**m, "rel": "other/" + m["rel"]} for m in media])}
+    other2 = {**other, "id": "7"}
+    items = [cv.score_response(d, r) for d, r in ((base, "AC"), (swapped, "AC"), (other, "B"), (other2, "B"))]
+    assert items[0]["video_group"] == items[1]["video_group"] != items[2]["video_group"] == items[3]["video_group"]
+    # scores 1, 1 | 0, 0: by hand, clt = var(ddof=1)/n = (1/3)/4, cross terms (1^2 + 1^2 - 4 x 0.25)/16 = 1/16,
+    # SE = sqrt(1/12 + 1/16) = 38.19%; as four independent items it would be sqrt(1/3)/2 = 28.87%
+    score = spec.task_metrics("crossvid_bu")["score"]
+    assert metric_stderr(spec, score, cv.agg_score, items) == pytest.approx(100 * (1 / 12 + 1 / 16) ** 0.5)
+    unclustered = [{k: v for k, v in i.items() if k != "video_group"} for i in items]
+    assert metric_stderr(spec, score, cv.agg_score, unclustered) == pytest.approx(100 * (1 / 3) ** 0.5 / 2)
+
+
 def test_ccqa_micro_average_per_question_mean_and_judge_errors(monkeypatch):
     def outcome(coverage, correctness):
         n = len(coverage)

@@ -265,6 +265,24 @@ def test_long_output_parses_quickly():
 
 # ------------------------------------------------------------------------------------------------ records and prompts
 
+def test_items_from_one_source_video_are_one_error_bar_cluster(sample_docs):
+    from lmms_eval_plugins.benchmark import get as get_benchmark
+    from lmms_eval_plugins.errorbars import clusters_of
+
+    spec = get_benchmark("virectify")
+    records = {json.loads(line)["id"]: json.loads(line)["video"]
+               for line in (vr.SAMPLE_DIR / "virectify.jsonl").read_text().splitlines()}
+    items = [vr.score_response(d, "")[0] for d in sample_docs]
+    assert [i["source_video"] for i in items] == [records[d["id"]] for d in sample_docs]
+    clusters = clusters_of(spec, items)
+    assert clusters is not None and len(set(clusters)) < len(items)  # the sample reuses clips
+    reflect = list(vr.process_docs_reflect([REFLECT_ROW]))
+    per_hint = [vr.process_results_reflect(d, [{"text": "", "judge": verdict()}])["acc_r"] for d in reflect]
+    assert {i["source_video"] for i in per_hint} <= set(records.values()) and clusters_of(spec, per_hint) is not None
+    # a run logged before items named their video: independent items, never a crash
+    assert clusters_of(spec, [{**i, "source_video": None} for i in items]) is None
+
+
 def test_sample_covers_every_domain_and_error_type_and_is_small(sample_docs):
     assert len(sample_docs) == 12
     assert {(d["domain"], d["error_type"]) for d in sample_docs} == {(a, b) for a in vr.DOMAINS for b in vr.ERROR_TYPES}

@@ -48,6 +48,7 @@ BENCHMARK = Benchmark(
     roles=('bu', 'nc', 'cc', 'pea', 'pi', 'fsa', 'pss', 'msr', 'moc', 'ccqa', 'comparative', 'temporal', 'multiview'),
     data="CrossVid QA JSON and videos or frame folders: Chuntianli/CrossVid on the Hugging Face hub, or a local folder",
     judge="rubric",
+    cluster_key="video_group",  # questions asked over the same videos
     report_section="lmms_eval_plugins.benchmarks.crossvid.report:section_crossvid",
     sample_data="lmms_eval_plugins.benchmarks.crossvid.sample_data:make_crossvid",
     readme=tasks_dir() / "crossvid" / "README.md",

@@ -1003,6 +1003,13 @@ def strict_interval(response: str) -> tuple[float, float] | None:
         return None
 
 
+def video_group(doc: Mapping[str, Any]) -> str:
+    """The videos (or frame folders) a question is asked over, order-free: questions on the same group
+    are one cluster for error bars, as they share the clips the model saw."""
+    media = doc.get("media") or []
+    return " | ".join(sorted({str(m.get("rel")) for m in media if isinstance(m, Mapping)}))
+
+
 def score_response(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
     """The per-question item every metric reads: ``robust`` and ``strict`` values in [0, 1], and
     ``score``, the one of them the task's ``strict`` option selects."""
@@ -1011,7 +1018,8 @@ def score_response(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
     if task == "CCQA":
         raise ValueError("CCQA replies are scored by the rubric judge (process_results_ccqa), not by score_response")
     text = response if isinstance(response, str) else ("" if response is None else str(response))
-    item: dict[str, Any] = {"id": doc["id"], "task": task, "pred": None, "gold": None, "parse_error": None,
+    item: dict[str, Any] = {"id": doc["id"], "task": task, "video_group": video_group(doc),
+                            "pred": None, "gold": None, "parse_error": None,
                             "n_skipped": int(doc.get("n_skipped") or 0),
                             "official_drop": doc.get("official_drop") or None,
                             "n_official_dropped": int(doc.get("n_official_dropped") or 0)}
@@ -1109,7 +1117,8 @@ def judge_item(response: str, doc: Mapping[str, Any]) -> JudgeItem:
 
 def process_results_ccqa(doc, results):
     text, outcome = judged_parts(results)
-    item = {"id": doc["id"], "task": "CCQA", "judge": outcome.to_dict(), "n_skipped": int(doc.get("n_skipped") or 0)}
+    item = {"id": doc["id"], "task": "CCQA", "video_group": video_group(from_row(doc)), "judge": outcome.to_dict(),
+            "n_skipped": int(doc.get("n_skipped") or 0)}
     return with_unscored(dict.fromkeys(CCQA_METRICS, item), [text], judge=outcome, judged=CCQA_JUDGED_METRICS,
                          doc=doc)
 

@@ -43,6 +43,7 @@ BENCHMARK = Benchmark(
     roles=('reflect',),
     data="ViRectify JSONL and videos in a local folder",
     judge="semantic_match",
+    cluster_key="source_video",  # items (and reflect hints) made from one video
     report_section="lmms_eval_plugins.benchmarks.virectify.report:section_virectify",
     sample_data="lmms_eval_plugins.benchmarks.virectify.sample_data:make_virectify",
     readme=tasks_dir() / "virectify" / "README.md",

@@ -620,7 +620,7 @@ def _load(dataset: Any) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str,
 
 def _common_fields(record: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        "id": record["id"], "video_path": record["video_path"], "domain": record["domain"],
+        "id": record["id"], "video_path": record["video_path"], "source_video": record["video"], "domain": record["domain"],
         "error_type": record["error_type"], "solution_source": record["solution_source"], "source": record["source"],
         "question": record["question"], "answer": record["answer"], "solution": record["solution"], **options,
     }
@@ -868,6 +868,7 @@ def score_response(doc: Mapping[str, Any], text: Any) -> tuple[dict[str, Any], d
     item = {
         "id": doc["id"], "domain": doc["domain"], "error_type": doc["error_type"],
         "solution_source": doc["solution_source"],
+        "source_video": doc.get("source_video"),  # the cluster unit of error bars (None in runs logged before it)
         "acc_i": step_accuracy(parsed["labels"], gold_labels),
         "iou": timestamp_iou(parsed["intervals"], gold_intervals),
         "graph_jaccard": graph_jaccard(parsed["edges"], gold_edges),
@@ -897,7 +898,8 @@ def process_results(doc, results):
 def process_results_reflect(doc, results):
     text, outcome = judged_parts(results)
     answer, _ = find_answer(strip_reasoning(text))
-    item = {"id": doc["id"], "hint_kind": doc["hint_kind"], "hint_source": doc["hint_source"], "domain": doc["domain"],
+    item = {"id": doc["id"], "source_video": doc.get("source_video"), "hint_kind": doc["hint_kind"],
+            "hint_source": doc["hint_source"], "domain": doc["domain"],
             "answer": answer, "missing": {} if answer is not None else {"answer": "no \\boxed{} answer"},
             "judge": outcome.to_dict(), "acc_r": judged_value(outcome)}
     return with_unscored(dict.fromkeys(REFLECT_METRICS, item), [text], judge=outcome, judged=REFLECT_JUDGED_METRICS,
