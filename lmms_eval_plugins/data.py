@@ -238,6 +238,13 @@ def _first_line(exc: BaseException, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def hub_offline() -> bool:
+    """``HF_HUB_OFFLINE=1``, as huggingface_hub reads it: no download at all, hub files or image URLs."""
+    from huggingface_hub import constants
+
+    return bool(getattr(constants, "is_offline_mode", lambda: constants.HF_HUB_OFFLINE)())
+
+
 def _hub_error(exc: Exception, repo_id: str, what: str, url: str | None) -> DataError:
     """A failed hub download as a DataError: what failed (repo, file), why, and the fix.
 
@@ -254,7 +261,7 @@ def _hub_error(exc: Exception, repo_id: str, what: str, url: str | None) -> Data
     status = getattr(response, "status_code", None)
     url = str(getattr(response, "url", "") or "") or url
     page = f"{constants.ENDPOINT}/datasets/{repo_id}"
-    offline = getattr(constants, "is_offline_mode", lambda: constants.HF_HUB_OFFLINE)()
+    offline = hub_offline()
     if "GatedRepoError" in names:
         why = "no Hugging Face token was sent" if status == 401 else "the token sent has not been granted access"
         return DataError(f"{what} of the hub dataset {repo_id} is gated: {why} (HTTP {status})", path=url,
@@ -434,6 +441,10 @@ def fetch_url(url: str, dest: Path, *, record: str, timeout: float | None = None
         retries = default_retries if retries is None else retries
     skip = f"or set {SKIP_MISSING_MEDIA_ENV}=1 to leave such records out (they are counted as skipped)"
     by_hand = f"put a copy of the file at {dest}, use a local copy of the data via {DATA_ROOT_ENV}, {skip}"
+    if hub_offline():  # the user asked for no network: an uncached file is missing, not fetched
+        raise MediaError(f"{url} is not in the download cache, and HF_HUB_OFFLINE=1 forbids downloading it",
+                         record=record, path=str(dest),
+                         fix=f"run once with network access (HF_HUB_OFFLINE unset) to fill the cache, or {by_hand}")
     dest.parent.mkdir(parents=True, exist_ok=True)
     handle, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     os.close(handle)

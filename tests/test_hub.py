@@ -338,6 +338,24 @@ def test_fetch_url_reuses_a_finished_file_and_refuses_bad_settings(hub, tmp_path
         monkeypatch.delenv(name)
 
 
+def test_offline_an_uncached_image_is_missing_not_downloaded(hub, monkeypatch):
+    add_errorradar(hub)
+    first = {d["question_id"]: d for d in er_docs(ER_AUTO)}
+    qid = _first_id()
+    Path(first[qid]["image_path"]).unlink()  # one image lost from the cache
+    images_seen = len(hub.seen("GET", "/images/"))
+    set_offline(monkeypatch, True)
+    with pytest.raises(MediaError) as info:
+        er_docs(ER_AUTO)
+    error = info.value
+    assert error.record == qid and "HF_HUB_OFFLINE" in error.problem and "HF_HUB_OFFLINE" in error.fix
+    assert len(hub.seen("GET", "/images/")) == images_seen  # nothing went out
+    monkeypatch.setenv(data.SKIP_MISSING_MEDIA_ENV, "1")
+    docs = er_docs(ER_AUTO)
+    assert len(docs) == 9 and qid not in {d["question_id"] for d in docs}
+    assert len(hub.seen("GET", "/images/")) == images_seen
+
+
 # ------------------------------------------------------------------------------------------- MMErroR
 
 def test_mmerror_downloads_its_snapshot_then_runs_offline(hub, monkeypatch):
