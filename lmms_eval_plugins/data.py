@@ -28,10 +28,10 @@ from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
 
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.outcome import SKIPPED_FIELD
+from lmms_eval_plugins.settings import CACHE_ENV, BadSetting, cache_root, env_number  # noqa: F401 (CACHE_ENV: re-exported)
 
 DATA_ROOT_ENV = "LMMS_EVAL_PLUGINS_DATA_ROOT"
 SKIP_MISSING_MEDIA_ENV = "LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA"
-CACHE_ENV = "LMMS_EVAL_PLUGINS_CACHE"
 
 SourceKind = Literal["sample", "local", "hub"]
 
@@ -340,30 +340,23 @@ def hub_snapshot(repo_id: str, allow_patterns: Sequence[str] | None = None) -> P
 
 
 def cache_dir(*parts: str) -> Path:
-    base = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "lmms_eval_plugins")
-    path = base.joinpath(*parts)
+    path = cache_root().joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
 def download_settings() -> tuple[float, int]:
     """(timeout in seconds, retries) for :func:`fetch_url`, from the environment (see the names above)."""
-    def read(name: str, default: float, kind: type, minimum: float) -> float:
-        raw = os.environ.get(name, "").strip()
-        if not raw:
-            return default
+    def read(name: str, default: float, whole: bool, minimum: float) -> float:
         try:
-            value = kind(raw)
-        except ValueError:
-            value = None
-        if value is None or not (minimum <= value < float("inf")):  # also refuses NaN and inf
-            raise DataError(f"{name}={raw!r} is not a valid setting",
-                            fix=f"set {name} to a {'whole ' if kind is int else ''}number of at least {minimum:g} "
-                                f"(default {default:g}), or unset it")
-        return value
+            return env_number(name, default, whole=whole, minimum=minimum)
+        except BadSetting:
+            raise DataError(f"{name}={os.environ.get(name, '').strip()!r} is not a valid setting",
+                            fix=f"set {name} to a {'whole ' if whole else ''}number of at least {minimum:g} "
+                                f"(default {default:g}), or unset it") from None
 
-    return (float(read(DOWNLOAD_TIMEOUT_ENV, DEFAULT_DOWNLOAD_TIMEOUT, float, 0.001)),
-            int(read(DOWNLOAD_RETRIES_ENV, DEFAULT_DOWNLOAD_RETRIES, int, 0)))
+    return (float(read(DOWNLOAD_TIMEOUT_ENV, DEFAULT_DOWNLOAD_TIMEOUT, False, 0.001)),
+            int(read(DOWNLOAD_RETRIES_ENV, DEFAULT_DOWNLOAD_RETRIES, True, 0)))
 
 
 class _Transient(Exception):

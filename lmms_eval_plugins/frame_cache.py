@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from lmms_eval_plugins.data import CACHE_ENV
+from lmms_eval_plugins.settings import BadSetting, cache_root, env_number, switched_off
 
 try:  # a dependency of lmms-eval, so normally present; zlib keeps the cache working without it
     import zstandard
@@ -58,7 +58,6 @@ except ImportError:  # pragma: no cover - exercised only where zstandard is miss
 FRAME_CACHE_ENV = "LMMS_EVAL_PLUGINS_FRAME_CACHE"
 FRAME_CACHE_MB_ENV = "LMMS_EVAL_PLUGINS_FRAME_CACHE_MB"
 DEFAULT_CAP_MB = 20_000
-OFF_VALUES = frozenset({"off", "0", "false", "no", "none"})
 FORMAT_VERSION = 1
 MAGIC = b"LEPFRM1\0"
 LOW_WATER = 0.9  # eviction frees down to this fraction of the cap, so not every write evicts
@@ -99,22 +98,21 @@ def _warn(message: str) -> None:
 
 def cache_folder() -> Path | None:
     """The cache folder the environment asks for, or None when the cache is switched off."""
-    raw = os.environ.get(FRAME_CACHE_ENV, "").strip()
-    if raw.lower() in OFF_VALUES:
+    if switched_off(FRAME_CACHE_ENV):
         return None
+    raw = os.environ.get(FRAME_CACHE_ENV, "").strip()
     if raw:
         return Path(raw).expanduser()
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "lmms_eval_plugins").expanduser() / "frames"
+    return cache_root() / "frames"
 
 
 def cap_bytes() -> int:
-    raw = os.environ.get(FRAME_CACHE_MB_ENV, "").strip()
     try:
-        mb = float(raw) if raw else DEFAULT_CAP_MB
-    except ValueError:
-        _warn(f"{FRAME_CACHE_MB_ENV}={raw!r} is not a number; using {DEFAULT_CAP_MB} MB")
+        mb = env_number(FRAME_CACHE_MB_ENV, DEFAULT_CAP_MB, minimum=0, clamp=True)
+    except BadSetting as exc:
+        _warn(f"{exc}; using {DEFAULT_CAP_MB} MB")
         mb = DEFAULT_CAP_MB
-    return max(0, int(mb * 1_000_000))
+    return int(mb * 1_000_000)
 
 
 _CACHES: dict[tuple[int, str, int], FrameCache] = {}

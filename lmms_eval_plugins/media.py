@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import os
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -26,6 +25,7 @@ from PIL import Image, ImageFile
 from lmms_eval_plugins import frame_cache
 from lmms_eval_plugins.data import safe_path
 from lmms_eval_plugins.errors import MediaError
+from lmms_eval_plugins.settings import BadSetting, env_number
 
 if TYPE_CHECKING:
     from decord import VideoReader
@@ -347,11 +347,10 @@ def load_image(path: str | Path, record_id: str | None = None, max_long_side: in
 
 def max_image_pixels() -> int:
     """The largest image (width x height) we decode: ``LMMS_EVAL_PLUGINS_MAX_IMAGE_PIXELS``, default 100 M."""
-    raw = os.environ.get(MAX_PIXELS_ENV, "").strip()
     try:
-        return int(raw) if raw else DEFAULT_MAX_IMAGE_PIXELS
-    except ValueError:
-        raise MediaError(f"{MAX_PIXELS_ENV}={raw!r} is not a whole number", fix="e.g. 100000000") from None
+        return int(env_number(MAX_PIXELS_ENV, DEFAULT_MAX_IMAGE_PIXELS, whole=True, minimum=1))
+    except BadSetting as exc:
+        raise MediaError(str(exc), fix="e.g. 100000000") from None
 
 
 def _load_image(path: Path, record_id: str | None, max_long_side: int | None) -> tuple[Image.Image, tuple[int, int]]:

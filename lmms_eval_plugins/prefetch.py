@@ -51,6 +51,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from lmms_eval_plugins.settings import BadSetting, env_number, switched_off
+
 PREFETCH_ENV = "LMMS_EVAL_PLUGINS_PREFETCH"
 PREFETCH_MB_ENV = "LMMS_EVAL_PLUGINS_PREFETCH_MB"
 PREFETCH_WORKERS_ENV = "LMMS_EVAL_PLUGINS_PREFETCH_WORKERS"
@@ -75,18 +77,15 @@ def _logger():
 # ----------------------------------------------------------------------------------------------- settings
 
 def _env_number(name: str, default: float, minimum: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
     try:
-        return max(minimum, float(raw))
-    except ValueError:
-        _logger().warning(f"{name}={raw!r} is not a number; using {default}")
+        return env_number(name, default, minimum=minimum, clamp=True)
+    except BadSetting as exc:
+        _logger().warning(f"{exc}; using {default}")
         return default
 
 
 def enabled() -> bool:
-    return os.environ.get(PREFETCH_ENV, "1").strip().lower() not in ("0", "off", "false", "no", "none")
+    return not switched_off(PREFETCH_ENV)
 
 
 def settings() -> dict[str, int]:

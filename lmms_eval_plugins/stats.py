@@ -16,13 +16,14 @@ its (clustered) standard error, or a joint bootstrap of the difference of the ag
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+
+from lmms_eval_plugins.settings import env_number
 
 BOOTSTRAP_ENV = "LMMS_EVAL_PLUGINS_BOOTSTRAP_ITERS"
 DEFAULT_ITERATIONS = 1000
@@ -32,14 +33,7 @@ Z95 = NormalDist().inv_cdf(0.975)
 
 def bootstrap_iterations() -> int:
     """Bootstrap iterations: ``LMMS_EVAL_PLUGINS_BOOTSTRAP_ITERS`` (default 1000; 0 turns bootstrap errors off)."""
-    raw = os.environ.get(BOOTSTRAP_ENV, "").strip()
-    if not raw:
-        return DEFAULT_ITERATIONS
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{BOOTSTRAP_ENV}={raw!r} is not a whole number of iterations") from None
-    return max(0, value)
+    return int(env_number(BOOTSTRAP_ENV, DEFAULT_ITERATIONS, whole=True, minimum=0, clamp=True))  # BadSetting: a ValueError
 
 
 def _finite(values: Sequence[Any]) -> np.ndarray:
