@@ -30,7 +30,8 @@ from lmms_eval_plugins.testing.cli_run import OFFLINE_ENV, run_lmms_eval
 REPO = Path(__file__).resolve().parents[1]
 # The benchmark package is vendored module by module: errorradar's export holds no other benchmark's code.
 ER_MODULES = {"data", "errors", "media", "messages", "metrics", "outcome", "parsing", "tasking",
-              "benchmarks", "benchmarks.errorradar", "benchmarks.errorradar.tasks", "frame_cache"}
+              "benchmarks", "benchmarks.errorradar", "benchmarks.errorradar.tasks", "frame_cache",
+              "settings"}
 
 # Run in a subprocess: import hooks that make `lmms_eval_plugins` unimportable, as on a machine with
 # stock lmms-eval only. Entry points of our judge group are hidden too (no installed metadata there).
