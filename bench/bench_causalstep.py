@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-args", default=None, help="lmms-eval --model_args for qwen2_5_vl (default: the tiny model)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args(argv)
+    os.environ.setdefault("LMMS_EVAL_PLUGINS_FRAME_CACHE", "off")  # time decoding, not persistent-cache hits
     from loguru import (
         logger,  # lmms-eval logs a warning per request for frame-list videos ("Failed to probe video")
     )
