@@ -154,7 +154,7 @@ def render(rows: Sequence[Row], a_label: str, b_label: str) -> str:
     body = []
     for r in rows:
         ci = "—" if r.ci_low is None else f"[{_num(r.ci_low)}, {_num(r.ci_high)}]"
-        mark = " *" if r.ci_low is not None and r.ci_high is not None and (r.ci_low > 0 or r.ci_high < 0) else ""
+        mark = " *" if r.significant else ""
         body.append((r.task, r.metric, _num(r.a), _num(r.b), _num(r.diff) + mark, ci, _num(r.p_value, 3), str(r.n)))
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     lines = [f"A = {a_label}", f"B = {b_label}", ""]

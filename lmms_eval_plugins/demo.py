@@ -38,10 +38,11 @@ ROW_NOTE = {"oracle": "every answer right: the maximum", "random": "seeded chanc
 def headline(task: str, metrics: Mapping[str, Any]) -> tuple[str, Any]:
     """(metric name, value) of the task's headline: the first percent metric of its spec present in ``metrics``."""
     from lmms_eval_plugins.benchmark import benchmark_of_task
+    from lmms_eval_plugins.report import task_metrics
 
     spec = benchmark_of_task(task)
     names = [m.name for m in spec.task_metrics(task).values() if m.unit == "%"] if spec else []
-    values = {key.split(",")[0]: value for key, value in metrics.items() if "," in key and "_stderr" not in key}
+    values = task_metrics(metrics)
     for name in names:
         if name in values:
             return name, values[name]
@@ -71,12 +72,12 @@ def results_by_model(folder: Path) -> dict[str, dict[str, Any]]:
     return {model: data for model, (_, data) in out.items()}
 
 
-def table(tasks: Sequence[str], runs: Mapping[str, Mapping[str, Any]], columns: Sequence[tuple[str, str]]) -> list[str]:
+def table(runs: Mapping[str, Mapping[str, Any]], columns: Sequence[tuple[str, str]]) -> list[str]:
     """Rows: leaf tasks; columns: (model name, heading). Missing results show as 'no result'."""
     leaves: list[str] = []
     for run in runs.values():
+        groups = {g for g, members in (run.get("group_subtasks") or {}).items() if members}
         for task in (run.get("results") or {}):
-            groups = {g for g, members in (run.get("group_subtasks") or {}).items() if members}
             if task not in groups and task not in leaves:
                 leaves.append(task)
     leaves.sort()
@@ -139,7 +140,7 @@ def main(argv: list[str]) -> int:
                               stdout=log, stderr=subprocess.STDOUT, check=False)
     runs = results_by_model(output)
     columns = [(args.model, "this model" if args.model_args else "tiny Qwen2.5-VL"), *((m, m) for m in models[1:])]
-    lines = table([t for t in args.tasks.split(",") if t], runs, columns)
+    lines = table(runs, columns)
     print("\n".join(lines))
     missing = [m for m in models if m not in runs]
     print(f"\n{time.monotonic() - started:.0f} s. Percent, headline metric per task. oracle: {ROW_NOTE['oracle']}; "

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
 from PIL import Image, ImageFile
@@ -154,7 +154,7 @@ def split_budget(total: int, lengths: Sequence[float], mode: Literal["equal", "p
 
 
 IndexRule = Literal["centre", "linspace"]
-INDEX_RULES: tuple[str, ...] = ("centre", "linspace")
+INDEX_RULES: tuple[str, ...] = get_args(IndexRule)
 
 
 def linspace_indices(total_frames: int, k: int) -> list[int]:
@@ -243,6 +243,18 @@ def resize_down(image: Image.Image, max_long_side: int | None) -> Image.Image:
         return image
     # reducing_gap: box-reduce by an integer factor first (fast) when shrinking a lot, as thumbnail does.
     return image.resize(size, Image.Resampling.BILINEAR, reducing_gap=2.0)
+
+
+# Annotations are rounded and container durations differ by a frame: a gold interval may end this far
+# past the probed duration; further out its frames would silently be the last ones.
+END_TOLERANCE_S = 1.0
+
+
+def intervals_past_end(intervals: Sequence[Interval], duration: float, tolerance: float = END_TOLERANCE_S) -> list[int]:
+    """Positions of the (start, end) intervals (seconds) that start at or after ``duration``
+    or end more than ``tolerance`` past it."""
+    return [i for i, (start, end) in enumerate(intervals)
+            if float(start) >= duration or float(end) > duration + tolerance]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -216,10 +216,6 @@ class Prefetcher:
                       if p not in self._taken]
             return after + before
 
-    @property
-    def plan_length(self) -> int:
-        return len(self._plan)
-
     # -- the caller
 
     def get(self, task_key: Hashable, index: int, compute: Callable[[], Any] | None = None) -> Any:

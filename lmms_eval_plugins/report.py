@@ -989,7 +989,7 @@ def errorbar_blocks(b: Builder, spec: Benchmark, runs: Sequence[Run]) -> list[Bl
             for row in compare.compare_runs(base, other, notes=notes):
                 if row.task not in tasks or row.diff is None:
                     continue
-                mark = " *" if row.ci_low is not None and row.ci_high is not None and (row.ci_low > 0 or row.ci_high < 0) else ""
+                mark = " *" if row.significant else ""
                 ci = "—" if row.ci_low is None else f"[{fmt(row.ci_low)}, {fmt(row.ci_high)}]"
                 diffs.append((other.label, [row.task, row.metric, fmt(row.diff) + mark, ci,
                                             "—" if row.p_value is None else f"{row.p_value:.3f}", str(row.n)]))

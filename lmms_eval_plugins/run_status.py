@@ -21,8 +21,8 @@ import textwrap
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from lmms_eval_plugins.cli_run import latest_results
 from lmms_eval_plugins.discovery import unscored_counts
 from lmms_eval_plugins.errors import PluginError
 
@@ -72,7 +72,7 @@ def stopped_block(error: PluginError, output_path: str | None) -> str:
     check = f"lmms-eval-plugins check-run {output_path.rstrip('/')}" if output_path else "lmms-eval-plugins check-run OUTPUT_PATH"
     lines = [bar, f"lmms-eval-plugins: the run stopped: {type(error).__name__}", *body,
              f"  (lmms-eval exits with status 0 even so; `{check}` exits 1)", bar]
-    return "\n".join(lines[:MAX_BLOCK_LINES])
+    return "\n".join(lines)  # the fix field takes what the others leave of MAX_BLOCK_LINES
 
 
 def record_failure(output_path: str | None, error: PluginError) -> Path | None:
@@ -98,17 +98,12 @@ def clear_failure(output_path: str | None) -> None:
         (Path(output_path).expanduser() / FAILED_MARKER).unlink(missing_ok=True)
 
 
-def _latest_results(folder: Path) -> Path | None:
-    found = sorted(folder.rglob("*_results.json"), key=lambda p: p.stat().st_mtime)
-    return found[-1] if found else None
-
-
 def check_run(folder: Path, tasks: Sequence[str] = ()) -> tuple[int, list[str]]:
     """(exit status, lines) for the newest run in ``folder`` (an lmms-eval ``--output_path``)."""
     if not folder.is_dir():
         return 1, [f"check-run: {folder} is not a folder: lmms-eval wrote nothing there (was it the --output_path?)"]
     marker = folder / FAILED_MARKER
-    results_path = _latest_results(folder)
+    results_path = latest_results(folder)
     if marker.is_file() and (results_path is None or marker.stat().st_mtime >= results_path.stat().st_mtime):
         try:
             failure = json.loads(marker.read_text(encoding="utf-8"))

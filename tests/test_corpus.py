@@ -22,7 +22,6 @@ null means "unparseable": the reply is scored wrong and counted, as a parse fail
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +32,7 @@ import pytest
 from lmms_eval_plugins.benchmarks.causalstep import tasks as cs
 from lmms_eval_plugins.benchmarks.errorradar import tasks as er
 from lmms_eval_plugins.benchmarks.virectify import tasks as vr
+from lmms_eval_plugins.data import read_jsonl
 
 CORPUS_DIR = Path(__file__).parent / "data" / "answer_corpus"
 FIELDS = {"id", "family", "model_style", "reply", "expected", "note"}
@@ -81,10 +81,6 @@ def _files() -> list[Path]:
     return sorted(p for p in CORPUS_DIR.glob("*.jsonl") if p.stem in PARSERS)
 
 
-def _load(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def _same(got: Any, want: Any) -> bool:
     if isinstance(want, float) or isinstance(got, float):
         return isinstance(got, (int, float)) and isinstance(want, (int, float)) and math.isclose(got, want, abs_tol=1e-6)
@@ -101,7 +97,7 @@ def test_every_family_has_its_corpus():
 
 @pytest.mark.parametrize("path", _files(), ids=lambda p: p.stem)
 def test_corpus_lines_are_well_formed(path):
-    rows = _load(path)
+    rows = read_jsonl(path)
     assert len(rows) >= MIN_REPLIES, f"{path.name}: {len(rows)} replies, at least {MIN_REPLIES} wanted"
     ids = [r.get("id") for r in rows]
     assert len(set(ids)) == len(ids), "ids repeat"
@@ -116,7 +112,7 @@ def test_corpus_lines_are_well_formed(path):
 
 @pytest.mark.parametrize("path", _files(), ids=lambda p: p.stem)
 def test_corpus_parses_as_expected(path):
-    rows = _load(path)
+    rows = read_jsonl(path)
     parse = PARSERS[path.stem]
     failures = []
     for row in rows:

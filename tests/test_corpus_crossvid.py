@@ -5,23 +5,22 @@
 official scripts' result: for the letter, letter-set and order tasks whether the raw reply equals the
 gold string; for FSA the pair of ``float()`` of ``reply.split(",")``, or null), ``note``. Each reply is
 scored against the gold of the bundled sample doc 0 of its task (NC C, CC B, PEA B, PI B, MSR B, MOC C,
-BU AC, PSS 2->4->1->3, FSA [2, 4.5]). ``needs_core_fix``: the shared parser
-(lmms_eval_plugins/parsing.py) does not read this form yet; those lines are expected failures.
+BU AC, PSS 2->4->1->3, FSA [2, 4.5]).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+from lmms_eval_plugins.data import read_jsonl
 from lmms_eval_plugins.metrics import interval_iou
 from lmms_eval_plugins.testing.task_utils import load_task_utils
 
 cv = load_task_utils("crossvid")
 CORPUS = Path(__file__).parent / "data" / "answer_corpus" / "crossvid.jsonl"
-LINES = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+LINES = read_jsonl(CORPUS)
 FAMILIES = {"letter": {"NC", "CC", "PEA", "PI", "MSR", "MOC"}, "set": {"BU"}, "order": {"PSS"}, "interval": {"FSA"}}
 _DOCS: dict[str, dict] = {}
 
@@ -36,12 +35,6 @@ def robust_ok(line: dict) -> bool:
     return cv.score_response(doc(line["task"]), line["reply"])["pred"] == line["robust"]
 
 
-def _case(line: dict):
-    marks = [pytest.mark.xfail(reason="the shared parser in lmms_eval_plugins/parsing.py does not read this form yet "
-                                      f"({line['note']})", strict=False)] if line.get("needs_core_fix") else []
-    return pytest.param(line, id=line["id"], marks=marks)
-
-
 def test_the_corpus_is_big_enough_and_well_formed():
     assert len(LINES) >= 40
     assert len({line["id"] for line in LINES}) == len(LINES)
@@ -53,7 +46,7 @@ def test_the_corpus_is_big_enough_and_well_formed():
     assert any(line["robust"] is None for line in LINES)  # cut-off and ambiguous replies are in it
 
 
-@pytest.mark.parametrize("line", [_case(line) for line in LINES])
+@pytest.mark.parametrize("line", [pytest.param(line, id=line["id"]) for line in LINES])
 def test_robust_reads_each_reply(line):
     item = cv.score_response(doc(line["task"]), line["reply"])
     assert item["pred"] == line["robust"]
@@ -74,6 +67,5 @@ def test_strict_gives_the_official_result_on_every_reply(line):
 
 
 def test_robust_reads_at_least_99_percent_of_the_forms_it_owns():
-    owned = [line for line in LINES if not line.get("needs_core_fix")]
-    wrong = [line["id"] for line in owned if not robust_ok(line)]
-    assert len(owned) - len(wrong) >= 0.99 * len(owned), wrong
+    wrong = [line["id"] for line in LINES if not robust_ok(line)]
+    assert len(LINES) - len(wrong) >= 0.99 * len(LINES), wrong

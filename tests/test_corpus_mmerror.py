@@ -10,17 +10,17 @@ at b5fc9f8) and ``note``.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from lmms_eval_plugins.data import read_jsonl
 from lmms_eval_plugins.testing.task_utils import load_task_utils
 
 mm = load_task_utils("mmerror")
 CORPUS = Path(__file__).parent / "data" / "answer_corpus" / "mmerror.jsonl"
-ROWS = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+ROWS = read_jsonl(CORPUS)
 FAMILIES = ("etc", "epd_presence", "epd_type")
 OPTIONS = {"etc": "ABCD", "epd_presence": "PN", "epd_type": "ABCD"}
 

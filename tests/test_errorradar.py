@@ -380,6 +380,12 @@ def test_prompt_is_the_papers_figure_19_with_the_image_in_its_slot():
     assert "<image>" in text and "★Misinterpretation of the Question:" in text
 
 
+def test_the_task_and_the_spec_name_the_same_classes_in_the_papers_order():
+    from lmms_eval_plugins.benchmarks.errorradar.spec import CLASSES
+
+    assert er.CATEGORIES == CLASSES == ("VIS", "CAL", "REAS", "KNOW", "MIS")
+
+
 def test_sample_data_covers_every_category():
     source = er.resolve_source("errorradar", "sample", sample_dir=er.SAMPLE_DIR, hub_repo=None, local_layout="")
     records = er.load_records(source)

@@ -20,6 +20,7 @@ from lmms_eval_plugins.media import (
     as_video_content,
     folder_positions,
     frame_plan,
+    intervals_past_end,
     linspace_indices,
     linspace_interval_indices,
     load_image,
@@ -461,3 +462,11 @@ def test_the_frame_cache_keeps_the_rules_apart(videos, frame_folder, tmp_path, m
         assert decoded(lin) == lin.indices == [0, 33, 66, 99]
         centre, lin = sample_frame_folder(frame_folder, 3), sample_frame_folder(frame_folder, 3, index_rule="linspace")
         assert decoded(centre) == [25, 65, 105] and decoded(lin) == [5, 55, 115]
+
+
+def test_intervals_past_the_end_by_hand():
+    # 10 s video, 1 s tolerance: starting at 10 is past; ending at 11 is allowed, at 11.5 not.
+    intervals = [(0, 10), (9, 11), (10, 10.5), (2, 11.5), (3.0, 4.0)]
+    assert intervals_past_end(intervals, 10.0) == [2, 3]
+    assert intervals_past_end(intervals, 10.0, tolerance=2.0) == [2]
+    assert intervals_past_end([], 10.0) == []

@@ -518,7 +518,7 @@ class SimpleModel:
 def test_lmms_eval_real_task_objects_are_followed(isolated_env, monkeypatch):
     # The tasks as lmms-eval builds them from our YAML (ConfigurableMessagesTask for chat models,
     # ConfigurableTask for simple ones): their Instances hold the task's bound hook, which calls the
-    # config's, as the task folder's utils.py will set it.
+    # config's: the prefetched hook the task folder's utils.py exports.
     from lmms_eval.tasks import TaskManager, get_task_dict
 
     import lmms_eval_plugins.discovery  # noqa: F401  (registers our task folder)
@@ -526,7 +526,7 @@ def test_lmms_eval_real_task_objects_are_followed(isolated_env, monkeypatch):
     manager = TaskManager()
     for task_type, hook, model in (("chat", "doc_to_messages", ChatModel), ("simple", "doc_to_visual", SimpleModel)):
         task = get_task_dict(["causalstep_sample"], manager, task_type)["causalstep_sample"]
-        setattr(task.config, hook, prefetched(getattr(task.config, hook)))
+        assert isinstance(getattr(task.config, hook), prefetch.PrefetchedHook), task_type
         task.build_all_requests(limit=None, rank=0, world_size=1)
         runs = []
         for on in ("0", "1"):

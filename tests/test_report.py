@@ -233,7 +233,7 @@ def _errorradar(built, kind, name, m):
         assert cells["STEP unparseable"] == expected_text(step["step_parse_fail"])
     if cate:
         assert lead(cells["CATE acc"]) == expected_text(cate["cate_acc"])
-        for cls in er_report.ER_CLASSES:
+        for cls in er_report.CLASSES:
             assert cells[cls] == expected_text(cate[f"cate_f1_{cls.lower()}"])
         assert cells["macro P"] == expected_text(cate["cate_macro_precision"])
         assert cells["macro R"] == expected_text(cate["cate_macro_recall"])

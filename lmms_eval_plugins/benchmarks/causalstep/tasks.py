@@ -40,6 +40,8 @@ from lmms_eval_plugins.data import (
 )
 from lmms_eval_plugins.errors import DataError
 from lmms_eval_plugins.media import (
+    END_TOLERANCE_S,
+    intervals_past_end,
     sample_video,
     seconds_to_frame_range,
     uniform_indices,
@@ -185,21 +187,20 @@ def load_records(source: DataSource) -> list[dict[str, Any]]:
     return keep_records_with_media(BENCHMARK, records, check)
 
 
-# Annotations are often rounded to whole seconds and container durations differ by a frame: a segment
-# may end this far past the probed duration; further out its frames would silently be the last ones.
-SEGMENT_END_TOLERANCE_S = 1.0
+SEGMENT_END_TOLERANCE_S = END_TOLERANCE_S  # how far past the probed duration a segment may end
 
 
 def check_segments_within(record: Mapping[str, Any], duration: float, path: Path) -> None:
     """A ``DataError`` naming the record and segment when a segment starts at or after the video's end,
     or ends more than ``SEGMENT_END_TOLERANCE_S`` past it."""
-    for i, seg in enumerate(record["segments"], start=1):
-        start, end = float(seg["start"]), float(seg["end"])
-        if start >= duration or end > duration + SEGMENT_END_TOLERANCE_S:
-            raise DataError(
-                f"segment {i} ({start:g}-{end:g} s) lies past the end of the video ({duration:.2f} s)",
-                record=str(record["video_id"]), path=str(path),
-                fix=f"correct the segment times, or the 'video' file of this record ({record['video_path']})")
+    spans = [(float(seg["start"]), float(seg["end"])) for seg in record["segments"]]
+    late = intervals_past_end(spans, duration, SEGMENT_END_TOLERANCE_S)
+    if late:
+        start, end = spans[late[0]]
+        raise DataError(
+            f"segment {late[0] + 1} ({start:g}-{end:g} s) lies past the end of the video ({duration:.2f} s)",
+            record=str(record["video_id"]), path=str(path),
+            fix=f"correct the segment times, or the 'video' file of this record ({record['video_path']})")
 
 
 # ----------------------------------------------------------------------------------------------- requests

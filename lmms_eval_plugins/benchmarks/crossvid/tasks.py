@@ -62,7 +62,7 @@ from lmms_eval_plugins.media import (
 from lmms_eval_plugins.messages import FrameGroup, flat_frames, frame_legend, interleaved_messages
 from lmms_eval_plugins.metrics import interval_iou
 from lmms_eval_plugins.outcome import agg_skipped, agg_skipped_by_reason, count_unscored, group_mean, guard_aggregations, with_unscored  # noqa: F401 (group_mean: the group YAMLs' null-safe mean)
-from lmms_eval_plugins.parsing import parse_interval, parse_letter_set, parse_option_letter, parse_order, strip_reasoning
+from lmms_eval_plugins.parsing import parse_interval, parse_letter_set, parse_option_letter, parse_order
 from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD, strict_requested
 
 BENCHMARK = "crossvid"
@@ -646,8 +646,8 @@ def load_docs(spec: Mapping[str, Any], task: str) -> list[dict[str, Any]]:
     kept = docs
     docs = official_inclusion(kept, task, options)
     for doc in docs:
-        doc.update(budget=options["frames"], max_long_side=options["max_long_side"] or 0, strict=options["strict"],
-                   n_skipped=skipped)
+        # budget: set by official_inclusion
+        doc.update(max_long_side=options["max_long_side"] or 0, strict=options["strict"], n_skipped=skipped)
         doc[ORACLE_FIELD] = oracle_reply(doc)
         doc[CHANCE_FIELD] = chance_replies(doc)
     stamp_skipped(docs, kept)

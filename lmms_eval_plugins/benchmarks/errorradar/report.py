@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from lmms_eval_plugins.benchmarks.errorradar.spec import CLASSES
 from lmms_eval_plugins.metrics import f1_score
 from lmms_eval_plugins.report import (Builder, Col, Entry, Section, Table, dict_metric, fmt, items_of, num,
     paper_rows, slug, variant_note)
@@ -37,12 +38,10 @@ PAPER_ROWS: dict[str, dict[str, Any]] = {
 }
 
 
-ER_CLASSES = ("VIS", "CAL", "REAS", "KNOW", "MIS")
-
 
 def _prf_from_confusion(confusion: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
     recall, precision = {}, {}
-    for c in ER_CLASSES:
+    for c in CLASSES:
         row = confusion.get(c, {})
         total = sum(num(v) or 0 for v in row.values())
         recall[c] = 100.0 * (num(row.get(c)) or 0) / total if total else 0.0
@@ -57,15 +56,15 @@ PRF = ("precision", "recall", "f1")
 def per_class_prf(cate: Mapping[str, Any]) -> dict[str, dict[str, tuple[float | None, Any]]]:
     """{class: {"precision" | "recall" | "f1": (value, std or None)}} from the run's per-class metrics (mean and
     ``_std`` over rounds in a 3-round run); a run from before they existed: P and R derived from ``cate_confusion``."""
-    if any(f"cate_precision_{c.lower()}" in cate for c in ER_CLASSES):
+    if any(f"cate_precision_{c.lower()}" in cate for c in CLASSES):
         return {c: {k: (num(cate.get(f"cate_{k}_{c.lower()}")), cate.get(f"cate_{k}_{c.lower()}_std")) for k in PRF}
-                for c in ER_CLASSES}
+                for c in CLASSES}
     confusion = dict_metric(cate, "cate_confusion")
     if not confusion:
         return {}
     recall, precision = _prf_from_confusion(confusion)
     return {c: {"precision": (precision[c], None), "recall": (recall[c], None),
-                "f1": (f1_score(precision[c], recall[c]), None)} for c in ER_CLASSES}
+                "f1": (f1_score(precision[c], recall[c]), None)} for c in CLASSES}
 
 
 def section_errorradar(b: Builder, entries: list[Entry]) -> Section:
@@ -76,7 +75,7 @@ def section_errorradar(b: Builder, entries: list[Entry]) -> Section:
         "The paper's overall CATE number is CATE acc (its support-weighted recall), not macro F1. "
         + variant_note(entries)))
     cols = [Col("STEP acc", short="acc", group="STEP", best="max"), Col("STEP unparseable", short="unparseable", group="STEP"),
-            *(Col(c, group="CATE F1 per class", best="max") for c in ER_CLASSES),
+            *(Col(c, group="CATE F1 per class", best="max") for c in CLASSES),
             Col("macro P", short="P", group="CATE macro", best="max"), Col("macro R", short="R", group="CATE macro", best="max"),
             Col("macro F1", short="F1", group="CATE macro", best="max"),
             Col("CATE acc", short="acc", group="CATE", best="max"), Col("CATE unparseable", short="unparseable", group="CATE"),
@@ -90,7 +89,7 @@ def section_errorradar(b: Builder, entries: list[Entry]) -> Section:
             b.cell(s.get("step_acc"), std=s.get("step_acc_std")) if "step_acc" in s else "—",
             fmt(s.get("step_parse_fail")) if "step_parse_fail" in s else "—",
             *(b.cell(c.get(f"cate_f1_{k.lower()}"), std=c.get(f"cate_f1_{k.lower()}_std")) if f"cate_f1_{k.lower()}" in c
-              else "—" for k in ER_CLASSES),
+              else "—" for k in CLASSES),
             b.cell(c.get("cate_macro_precision"), std=c.get("cate_macro_precision_std")) if "cate_macro_precision" in c else "—",
             b.cell(c.get("cate_macro_recall"), std=c.get("cate_macro_recall_std")) if "cate_macro_recall" in c else "—",
             b.cell(c.get("cate_macro_f1"), std=c.get("cate_macro_f1_std")) if "cate_macro_f1" in c else "—",
@@ -105,10 +104,10 @@ def section_errorradar(b: Builder, entries: list[Entry]) -> Section:
     confusions = {e.label: dict_metric(e.m("cate"), "cate_confusion") for e in entries if dict_metric(e.m("cate"), "cate_confusion")}
     prf = {e.label: per_class_prf(e.m("cate")) for e in entries if per_class_prf(e.m("cate"))}
     if prf:
-        rp_cols = [*(Col(f"R {k}", group="recall", best="max") for k in ER_CLASSES),
-                   *(Col(f"P {k}", group="precision", best="max") for k in ER_CLASSES)]
-        rp_rows = [(label, [b.cell(values[k]["recall"][0], std=values[k]["recall"][1]) for k in ER_CLASSES]
-                    + [b.cell(values[k]["precision"][0], std=values[k]["precision"][1]) for k in ER_CLASSES])
+        rp_cols = [*(Col(f"R {k}", group="recall", best="max") for k in CLASSES),
+                   *(Col(f"P {k}", group="precision", best="max") for k in CLASSES)]
+        rp_rows = [(label, [b.cell(values[k]["recall"][0], std=values[k]["recall"][1]) for k in CLASSES]
+                    + [b.cell(values[k]["precision"][0], std=values[k]["precision"][1]) for k in CLASSES])
                    for label, values in prf.items()]
         ref, source = paper_rows(PAPER_ROWS["errorradar_rp"], rp_cols, b.paper)
         sec.blocks.append(Table("errorradar-recall-precision", "Per-class recall and precision (paper Tables 4 and 5 layout)",
@@ -118,7 +117,7 @@ def section_errorradar(b: Builder, entries: list[Entry]) -> Section:
                                      "its gold class's recall; a class never predicted has precision 0."))
         for label, values in prf.items():
             pc_cols = [Col("precision", short="P"), Col("recall", short="R"), Col("F1")]  # rows are classes: no "best"
-            pc_rows = [(k, [b.cell(values[k][m][0], std=values[k][m][1]) for m in PRF]) for k in ER_CLASSES]
+            pc_rows = [(k, [b.cell(values[k][m][0], std=values[k][m][1]) for m in PRF]) for k in CLASSES]
             sec.blocks.append(Table(f"errorradar-per-class-{slug(label)}", f"{label}: per-class precision, recall and F1",
                                     pc_cols, pc_rows, first="class",
                                     note="Percent; the paper's Tables 5 (P), 4 (R) and 6 (F1) give one such row per model."))
@@ -129,8 +128,8 @@ def section_errorradar(b: Builder, entries: list[Entry]) -> Section:
         if fig:
             sec.blocks.append(fig)
 
-    f1 = {e.label: [num(e.m("cate").get(f"cate_f1_{k.lower()}")) for k in ER_CLASSES]
-          for e in entries if any(f"cate_f1_{k.lower()}" in e.m("cate") for k in ER_CLASSES)}
+    f1 = {e.label: [num(e.m("cate").get(f"cate_f1_{k.lower()}")) for k in CLASSES]
+          for e in entries if any(f"cate_f1_{k.lower()}" in e.m("cate") for k in CLASSES)}
     if f1:
         refs = {}
         if b.paper:
@@ -138,7 +137,7 @@ def section_errorradar(b: Builder, entries: list[Entry]) -> Section:
             for name in ("GPT-4o", "Human"):
                 refs[f"{name} (paper)"] = spec["rows"][name][1:]
         fig = b.figure("errorradar-radar", "Per-category F1 (radar)",
-                       lambda: b.plotter.radar("ErrorRadar per-category F1 (%)", ER_CLASSES, f1, refs),
+                       lambda: b.plotter.radar("ErrorRadar per-category F1 (%)", CLASSES, f1, refs),
                        "Grey lines: the paper's GPT-4o and human rows (Table 6)." if refs else "")
         if fig:
             sec.blocks.append(fig)
@@ -152,7 +151,7 @@ def section_errorradar(b: Builder, entries: list[Entry]) -> Section:
             grand = sum(totals.values()) or 1
             gold = {g: 100.0 * t / grand for g, t in totals.items()}
         fig = b.figure("errorradar-cal-bias", "CAL bias: prediction distribution",
-                       lambda: b.plotter.cal_bias("ErrorRadar CATE prediction distribution", dists, ER_CLASSES, gold),
+                       lambda: b.plotter.cal_bias("ErrorRadar CATE prediction distribution", dists, CLASSES, gold),
                        "The paper (Figure 21) finds most open-source models over-predict CAL; grey bars: the gold label distribution.")
         if fig:
             sec.blocks.append(fig)

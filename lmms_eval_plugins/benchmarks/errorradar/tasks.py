@@ -51,6 +51,7 @@ ROUNDS_FIELD = "n_rounds"
 SAMPLE_DIR: Path | None = None
 LOCAL_LAYOUT = f"errorradar/{CSV_NAME} plus errorradar/images/<question_id>.<png|jpg|jpeg|webp>"
 
+# spec.CLASSES repeats this tuple: the exported task folder vendors this module without the spec.
 CATEGORIES = ("VIS", "CAL", "REAS", "KNOW", "MIS")
 CATEGORY_NAMES = {
     "VIS": "Visual Perception Error",

@@ -41,11 +41,11 @@ from lmms_eval_plugins.data import (
 from lmms_eval_plugins.errors import DataError
 from lmms_eval_plugins.judges import JudgeFilter, JudgeItem, JudgeOutcome, aggregate_judged, judged_mean, judged_parts  # noqa: F401
 from lmms_eval_plugins.logged_samples import read_samples
-from lmms_eval_plugins.media import frame_plan, sample_video, video_info
+from lmms_eval_plugins.media import END_TOLERANCE_S, frame_plan, intervals_past_end, sample_video, video_info
 from lmms_eval_plugins.messages import FrameGroup, interleaved_messages
 from lmms_eval_plugins.metrics import accuracy, jaccard, merge_intervals, union_iou
 from lmms_eval_plugins.outcome import agg_skipped, agg_skipped_by_reason, count_unscored, guard_aggregations, with_unscored  # noqa: F401 (agg_skipped*: hooks of the task YAMLs)
-from lmms_eval_plugins.parsing import extract_boxed, extract_tag, parse_intervals, strip_reasoning
+from lmms_eval_plugins.parsing import _ANY_TAG, extract_boxed, extract_tag, parse_intervals, strip_reasoning
 from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD
 
 BENCHMARK = "virectify"
@@ -369,16 +369,13 @@ def find_answer(body: str, rationale: str | None = None) -> tuple[str | None, st
     return (boxed, "anywhere") if boxed else (None, "")
 
 
-_TAG = re.compile(r"<\s*(?:/\s*)?[A-Za-z_][\w\-]*\s*>")  # not "<\s*/?\s*": adjacent \s* runs backtrack quadratically
-
-
 def _runs_to_end(body: str, tag: str) -> bool:
     """True when the last ``<tag>`` is neither closed nor followed by another tag: the reply stopped
     inside it (the token limit), so its last piece may be cut."""
     last = None
     for last in re.finditer(rf"<\s*{tag}(?:\s[^<>]{{0,200}})?>", body, re.IGNORECASE):
         pass
-    return last is not None and _TAG.search(body, last.end()) is None
+    return last is not None and _ANY_TAG.search(body, last.end()) is None
 
 
 def key_times(content: str, *, cut_off: bool = False) -> list[tuple[float, float]] | None:
@@ -567,9 +564,8 @@ def normalize_record(raw: Any, *, line: int, path: Path) -> dict[str, Any]:
     }
 
 
-# Annotations are rounded and container durations differ by a frame: a key-time interval may end this
-# far past the probed duration (further out, the gold would be unreachable by any prediction).
-TIMESTAMP_END_TOLERANCE_S = 1.0
+# how far past the probed duration a key-time interval may end (further out, no prediction reaches the gold)
+TIMESTAMP_END_TOLERANCE_S = END_TOLERANCE_S
 
 
 def load_records(source: DataSource) -> list[dict[str, Any]]:
@@ -593,7 +589,7 @@ def load_records(source: DataSource) -> list[dict[str, Any]]:
                          "LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA=1 to skip such records")
         record["video_path"] = str(video)
         duration = video_info(video, record["id"]).duration  # a corrupt video is a (skippable) MediaError
-        late = [iv for iv in record["intervals"] if iv[0] >= duration or iv[1] > duration + TIMESTAMP_END_TOLERANCE_S]
+        late = [record["intervals"][i] for i in intervals_past_end(record["intervals"], duration, TIMESTAMP_END_TOLERANCE_S)]
         if late:
             raise DataError(f"timestamps {late} lie past the end of the video ({duration:.2f} s)", record=record["id"],
                             path=str(path), fix=f"correct the key-time intervals, or the 'video' file ({video})")
