@@ -37,6 +37,7 @@ __all__ = [
     "parse_step",
     "parse_timestamp",
     "strip_reasoning",
+    "tag_runs_to_end",
 ]
 
 T = TypeVar("T")
@@ -946,7 +947,20 @@ def extract_tag(text: str, tag: str) -> str | None:
     following ``<rationale>``) or, when the tag is the last thing, to the end of the output.
     Reasoning blocks are not removed here: call strip_reasoning first where that matters.
     """
-    text = _as_text(text)
+    found = _last_tag(_as_text(text), tag)
+    return found[0] if found else None
+
+
+def tag_runs_to_end(text: str, tag: str) -> bool:
+    """True when the last ``<tag>`` is neither closed nor followed by another tag, so that
+    ``extract_tag`` took its content to the end of the output: the reply stopped inside it (a token
+    limit), and its last piece may be cut."""
+    found = _last_tag(_as_text(text), tag)
+    return found is not None and found[1]
+
+
+def _last_tag(text: str, tag: str) -> tuple[str, bool] | None:
+    """(stripped content, ran to the end of ``text``) of the last ``<tag>``, or None."""
     name = re.escape(_as_text(tag).strip())
     if not name:
         return None
@@ -957,7 +971,8 @@ def extract_tag(text: str, tag: str) -> str | None:
         return None
     close = re.compile(rf"<\s*/\s*{name}\s*>", re.IGNORECASE).search(text, last.end())
     if close is not None:
-        return text[last.end() : close.start()].strip()
+        return text[last.end() : close.start()].strip(), False
     nxt = _ANY_TAG.search(text, last.end())
-    end = nxt.start() if nxt is not None else len(text)
-    return text[last.end() : end].strip()
+    if nxt is not None:
+        return text[last.end() : nxt.start()].strip(), False
+    return text[last.end() :].strip(), True

@@ -24,6 +24,7 @@ from lmms_eval_plugins.replay import (
     unpack_filtered,
 )
 from lmms_eval_plugins.benchmarks.causalstep.sample_data import make_causalstep
+from lmms_eval_plugins import media
 from lmms_eval_plugins.testing.task_utils import load_task_utils
 from lmms_eval_plugins.synthetic import decode_frame_index
 
@@ -464,7 +465,7 @@ def test_malformed_records_name_the_record_and_the_fix(tmp_path, edit, message):
 
 def test_a_segment_may_end_within_a_second_of_the_video_end(tmp_path):
     record = _good_record()
-    record["segments"][2]["end"] = 9.0 + cs.SEGMENT_END_TOLERANCE_S  # rounded annotations: accepted
+    record["segments"][2]["end"] = 9.0 + media.END_TOLERANCE_S  # rounded annotations: accepted
     folder = _write(tmp_path / "causalstep", [record])
     shutil.copytree(cs.SAMPLE_DIR / "videos", folder / "videos")
     source = cs.resolve_source("causalstep", "sample", sample_dir=folder, hub_repo=None, local_layout="")

@@ -132,6 +132,7 @@ FUNCTIONS: dict[str, tuple[Callable[[str], Any], Callable[[Any], bool]]] = {
     "clean_markup": (P.clean_markup, _is(str)),
     "extract_boxed": (P.extract_boxed, _opt(str)),
     "extract_tag": (lambda t: P.extract_tag(t, "answer"), _opt(str)),
+    "tag_runs_to_end": (lambda t: P.tag_runs_to_end(t, "answer"), _is(bool)),
     "match_category": (lambda t: P.match_category(t, er.CATEGORY_KEYWORDS, label="Error Category"), _parsed),
     "parse_interval": (P.parse_interval, _parsed),
     "parse_intervals": (P.parse_intervals, _is(list)),

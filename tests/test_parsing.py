@@ -23,6 +23,7 @@ from lmms_eval_plugins.parsing import (
     parse_step,
     parse_timestamp,
     strip_reasoning,
+    tag_runs_to_end,
 )
 
 MMERROR_NAMES = {
@@ -118,6 +119,16 @@ def test_extract_tag():
     assert extract_tag(
         "<rationale>x <answer>The correct answer should be \\boxed{C}</answer></rationale>", "answer"
     ) == ("The correct answer should be \\boxed{C}")
+
+
+def test_tag_runs_to_end_only_when_extract_tag_took_the_rest_of_the_reply():
+    assert tag_runs_to_end("<timestamps>[00:01-00:0", "timestamps")  # cut off inside the tag
+    assert tag_runs_to_end("<timestamps>a</timestamps> <TimeStamps> [1-2", "timestamps")  # the last one counts
+    assert not tag_runs_to_end("<timestamps>[00:01-00:02]</timestamps>", "timestamps")  # closed
+    assert not tag_runs_to_end("<timestamps>[00:01-00:02] <rationale>r", "timestamps")  # another tag follows
+    assert not tag_runs_to_end("<timestamps>[00:01-00:02] </ rationale>", "timestamps")  # a closing one too
+    assert not tag_runs_to_end("no tags", "timestamps")
+    assert not tag_runs_to_end("<timestamps>x", "")
 
 
 # --------------------------------------------------------------------------------------------

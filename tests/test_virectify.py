@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.judges import JudgeOutcome
+from lmms_eval_plugins import media
 from lmms_eval_plugins.benchmarks.virectify.sample_data import make_virectify
 from lmms_eval_plugins.testing.task_utils import load_task_utils
 
@@ -407,7 +408,7 @@ def test_record_spellings_are_normalised(tmp_path):
 
 
 def test_key_times_may_end_within_a_second_of_the_video_end(tmp_path):
-    record = {**_records()[0], "timestamps": [[8.0, 10.0 + vr.TIMESTAMP_END_TOLERANCE_S]]}
+    record = {**_records()[0], "timestamps": [[8.0, 10.0 + media.END_TOLERANCE_S]]}
     (loaded,) = _load(tmp_path / "virectify", [record])
     assert loaded["intervals"] == [(8.0, 11.0)]
 

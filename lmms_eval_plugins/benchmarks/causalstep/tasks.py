@@ -40,7 +40,6 @@ from lmms_eval_plugins.data import (
 )
 from lmms_eval_plugins.errors import DataError
 from lmms_eval_plugins.media import (
-    END_TOLERANCE_S,
     intervals_past_end,
     sample_video,
     seconds_to_frame_range,
@@ -187,14 +186,11 @@ def load_records(source: DataSource) -> list[dict[str, Any]]:
     return keep_records_with_media(BENCHMARK, records, check)
 
 
-SEGMENT_END_TOLERANCE_S = END_TOLERANCE_S  # how far past the probed duration a segment may end
-
-
 def check_segments_within(record: Mapping[str, Any], duration: float, path: Path) -> None:
     """A ``DataError`` naming the record and segment when a segment starts at or after the video's end,
-    or ends more than ``SEGMENT_END_TOLERANCE_S`` past it."""
+    or ends more than ``media.END_TOLERANCE_S`` past it."""
     spans = [(float(seg["start"]), float(seg["end"])) for seg in record["segments"]]
-    late = intervals_past_end(spans, duration, SEGMENT_END_TOLERANCE_S)
+    late = intervals_past_end(spans, duration)
     if late:
         start, end = spans[late[0]]
         raise DataError(

@@ -41,11 +41,11 @@ from lmms_eval_plugins.data import (
 from lmms_eval_plugins.errors import DataError
 from lmms_eval_plugins.judges import JudgeFilter, JudgeItem, JudgeOutcome, aggregate_judged, judged_mean, judged_parts  # noqa: F401
 from lmms_eval_plugins.logged_samples import read_samples
-from lmms_eval_plugins.media import END_TOLERANCE_S, frame_plan, intervals_past_end, sample_video, video_info
+from lmms_eval_plugins.media import frame_plan, intervals_past_end, sample_video, video_info
 from lmms_eval_plugins.messages import FrameGroup, interleaved_messages
 from lmms_eval_plugins.metrics import accuracy, jaccard, merge_intervals, union_iou
 from lmms_eval_plugins.outcome import agg_skipped, agg_skipped_by_reason, count_unscored, guard_aggregations, with_unscored  # noqa: F401 (agg_skipped*: hooks of the task YAMLs)
-from lmms_eval_plugins.parsing import _ANY_TAG, extract_boxed, extract_tag, parse_intervals, strip_reasoning
+from lmms_eval_plugins.parsing import extract_boxed, extract_tag, parse_intervals, strip_reasoning, tag_runs_to_end
 from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD
 
 BENCHMARK = "virectify"
@@ -369,15 +369,6 @@ def find_answer(body: str, rationale: str | None = None) -> tuple[str | None, st
     return (boxed, "anywhere") if boxed else (None, "")
 
 
-def _runs_to_end(body: str, tag: str) -> bool:
-    """True when the last ``<tag>`` is neither closed nor followed by another tag: the reply stopped
-    inside it (the token limit), so its last piece may be cut."""
-    last = None
-    for last in re.finditer(rf"<\s*{tag}(?:\s[^<>]{{0,200}})?>", body, re.IGNORECASE):
-        pass
-    return last is not None and _ANY_TAG.search(body, last.end()) is None
-
-
 def key_times(content: str, *, cut_off: bool = False) -> list[tuple[float, float]] | None:
     """The key-time intervals written in ``<timestamps>`` (None when there is none).
 
@@ -429,7 +420,7 @@ def parse_response(text: Any) -> dict[str, Any]:
     if content is None:
         missing["timestamps"] = "no <timestamps> tag"
     else:
-        intervals = key_times(content, cut_off=_runs_to_end(body, "timestamps"))
+        intervals = key_times(content, cut_off=tag_runs_to_end(body, "timestamps"))
         if intervals is None:
             missing["timestamps"] = "no readable interval in <timestamps>"
 
@@ -564,10 +555,6 @@ def normalize_record(raw: Any, *, line: int, path: Path) -> dict[str, Any]:
     }
 
 
-# how far past the probed duration a key-time interval may end (further out, no prediction reaches the gold)
-TIMESTAMP_END_TOLERANCE_S = END_TOLERANCE_S
-
-
 def load_records(source: DataSource) -> list[dict[str, Any]]:
     assert source.root is not None  # no hub copy exists (resolve_source says so)
     path = source.root / JSONL_NAME
@@ -589,7 +576,7 @@ def load_records(source: DataSource) -> list[dict[str, Any]]:
                          "LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA=1 to skip such records")
         record["video_path"] = str(video)
         duration = video_info(video, record["id"]).duration  # a corrupt video is a (skippable) MediaError
-        late = [record["intervals"][i] for i in intervals_past_end(record["intervals"], duration, TIMESTAMP_END_TOLERANCE_S)]
+        late = [record["intervals"][i] for i in intervals_past_end(record["intervals"], duration)]
         if late:
             raise DataError(f"timestamps {late} lie past the end of the video ({duration:.2f} s)", record=record["id"],
                             path=str(path), fix=f"correct the key-time intervals, or the 'video' file ({video})")
