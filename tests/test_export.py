@@ -11,6 +11,7 @@ the installed package's tasks.
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -284,10 +285,12 @@ def sample_tasks() -> list[str]:
 
 @pytest.fixture(scope="session")
 def stock_venv(tmp_path_factory) -> Path:
-    """A virtual environment with only lmms-eval (our version of it) and decord."""
+    """A virtual environment with only lmms-eval (our version of it) and decord, at the lock's versions
+    (stock lmms-eval 0.7.3 with the newest filelock cannot run at all)."""
     version = importlib.metadata.version("lmms_eval")
     base = os.environ.get("LMMS_EVAL_PLUGINS_TEST_CACHE")
-    folder = Path(base) / f"stock-lmms-eval-{version}" if base else tmp_path_factory.mktemp("stock-venv") / "venv"
+    lock = hashlib.sha256((REPO / "constraints.txt").read_bytes()).hexdigest()[:12]  # a new lock, a new venv
+    folder = Path(base) / f"stock-lmms-eval-{version}-{lock}" if base else tmp_path_factory.mktemp("stock-venv") / "venv"
     marker = folder / "READY"
     python = folder / "bin" / "python"
     if marker.is_file() and python.exists():
@@ -295,7 +298,8 @@ def stock_venv(tmp_path_factory) -> Path:
     shutil.rmtree(folder, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=300)
     install = subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-                              f"lmms-eval=={version}", "decord"], capture_output=True, text=True, timeout=3600)
+                              "-c", str(REPO / "constraints.txt"), f"lmms-eval=={version}", "decord"],
+                             capture_output=True, text=True, timeout=3600)
     assert install.returncode == 0, f"pip install lmms-eval=={version} decord failed:\n{install.stderr[-3000:]}"
     marker.write_text(version + "\n")
     return folder
