@@ -24,7 +24,6 @@ before the task's ``process_results`` sees them.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +31,7 @@ from typing import Any
 from lmms_eval.api.filter import Filter
 from loguru import logger
 
+from lmms_eval_plugins.compat import frames
 from lmms_eval_plugins.filtered import FilteredDict
 from lmms_eval_plugins.outcome import request_failure
 
@@ -183,7 +183,7 @@ class JudgeFilter(Filter):
 
     def apply(self, resps: Sequence[Any], docs: Any) -> list[list[JudgedResponse]]:
         # the caller is lmms-eval's FilterEnsemble.apply: its instances say which doc each response answers
-        docs_aligned = _aligned_docs(resps, docs, sys._getframe(1))
+        docs_aligned = _aligned_docs(resps, docs, frames.caller_instances())
         not_judging = self.not_judging()
         slots: list[tuple[int, str]] = []  # (doc position, response text) per judged response
         items: list[JudgeItem | None] = []
@@ -242,8 +242,9 @@ class JudgeFilter(Filter):
         return out
 
 
-def _aligned_docs(resps: Sequence[Any], docs: Any, caller: Any) -> list[Any]:
-    """The document of each response; ``caller`` is the frame that called :meth:`JudgeFilter.apply`.
+def _aligned_docs(resps: Sequence[Any], docs: Any, instances: Any) -> list[Any]:
+    """The document of each response; ``instances`` are those of the calling ``FilterEnsemble.apply``
+    (or None when they could not be read).
 
     lmms-eval 0.7.3 offers a filter no supported way to learn which document a response answers.
     ``ConfigurableTask.apply_filters`` (``lmms_eval/api/task.py``) calls
@@ -254,16 +255,16 @@ def _aligned_docs(resps: Sequence[Any], docs: Any, caller: Any) -> list[Any]:
     therefore wrong with several ranks or ``--offset``. The instances, whose ``doc_id`` indexes
     ``docs``, exist only as the ``instances`` argument of that calling ``FilterEnsemble.apply``; a
     filter is built from the YAML's keyword arguments alone (``build_filter_ensemble``) and holds no
-    reference to its task. So the caller's frame is read (``sys._getframe(1)`` in ``apply``): when it
-    holds ``instances`` matching the responses one to one with valid doc ids, they align the
-    documents; otherwise position does (right for a plain run and for ``--limit``). If lmms-eval ever
-    passes the instances or doc ids to ``Filter.apply``, use them instead.
+    reference to its task. So the caller's frame is read (compatibility entry ``filter-instances``,
+    :func:`lmms_eval_plugins.compat.frames.caller_instances`): when it holds ``instances`` matching the
+    responses one to one with valid doc ids, they align the documents; otherwise position does (right
+    for a plain run and for ``--limit``). If lmms-eval ever passes the instances or doc ids to
+    ``Filter.apply``, use them instead.
     """
     n = len(resps)
     if docs is None:
         return [None] * n
     try:
-        instances = caller.f_locals.get("instances") if caller is not None else None
         if instances is not None and len(instances) == n and all(isinstance(getattr(x, "doc_id", None), int) for x in instances):
             if all(0 <= x.doc_id < len(docs) for x in instances):
                 return [docs[x.doc_id] for x in instances]

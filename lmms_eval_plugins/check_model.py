@@ -61,6 +61,7 @@ from typing import Any
 
 from lmms_eval_plugins.data import read_jsonl
 from lmms_eval_plugins.errors import DataError
+from lmms_eval_plugins.safe_text import md_code, md_text, redact_model_args, redact_url
 from lmms_eval_plugins.task_list import _IgnoreTags
 
 SAMPLE_SUFFIX = "_sample"
@@ -341,19 +342,15 @@ OPENAI_API_BASE_MODELS = frozenset({"openai", "openai_compatible", "openai_compa
                                     "async_openai", "async_openai_compatible_chat", "async_openai_compatible"})
 LITELLM_MODELS = frozenset({"litellm", "litellm_chat", "litellm_compatible"})  # OPENAI_API_BASE only, else per provider
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
-_SECRET_ARG = re.compile(r"key|token|secret|passw", re.IGNORECASE)
 
 
 def split_model_args(model_args: str | None) -> list[str]:
     """``--model_args`` split like lmms-eval does (commas inside quotes or braces do not split)."""
     if not model_args or not model_args.strip():
         return []
-    try:
-        from lmms_eval.utils import _smart_comma_split
+    from lmms_eval_plugins.compat.private import split_model_args as split_like_lmms_eval
 
-        return [a for a in _smart_comma_split(model_args.strip()) if a.strip()]
-    except ImportError:  # pragma: no cover - a later lmms-eval without the helper
-        return [a for a in model_args.split(",") if a.strip()]
+    return [a for a in split_like_lmms_eval(model_args.strip()) if a.strip()]
 
 
 def model_arg(model_args: str | None, name: str) -> str | None:
@@ -374,8 +371,7 @@ def display_model_args(model_args: str | None) -> str | None:
     """``--model_args`` for the report: the values of keys, tokens, secrets and passwords replaced by ``***``."""
     if model_args is None:
         return None
-    return ",".join(f"{a.partition('=')[0]}=***" if "=" in a and _SECRET_ARG.search(a.partition("=")[0]) else a
-                    for a in split_model_args(model_args))
+    return redact_model_args(model_args, split_model_args)
 
 
 def lmms_eval_dotenv() -> dict[str, str]:
@@ -864,7 +860,7 @@ def check_model(*, model: str, model_args: str | None, tasks: Sequence[str], lim
 
 
 def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return md_text(text)  # task names, errors and replies are untrusted: no raw HTML in the Markdown
 
 
 def _observed_cell(observed: Mapping[str, Any]) -> str:
@@ -879,7 +875,7 @@ def _observed_cell(observed: Mapping[str, Any]) -> str:
 def markdown(reports: Sequence[TaskReport], *, model: str, model_args: str | None) -> str:
     shown_args = display_model_args(model_args)
     lines = [
-        f"## check-model: `{model}`" + (f" (`{_cell(shown_args)}`)" if shown_args else ""),
+        f"## check-model: {md_code(model)}" + (f" ({md_code(shown_args)})" if shown_args else ""),
         "",
         "| task | completed | format compliance | typical failure (count): example output | requests | images/req | videos/req | frames/video | frames/req | interleaved | sent (observed) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
@@ -892,31 +888,31 @@ def markdown(reports: Sequence[TaskReport], *, model: str, model_args: str | Non
             failure = f"**{'requests failed' if r.failed_requests else 'run failed'}**: {_cell(r.error)}"
         elif r.typical_failure:
             t = r.typical_failure
-            failure = f"{_cell(t['parse_error'])} ({t['count']}): `{_cell(t['example_output'])}`"
+            failure = f"{_cell(t['parse_error'])} ({t['count']}): {md_code(t['example_output'])}"
         else:
             failure = "-"
         interleaved = f"{s.get('interleaved_requests', 0)}/{s.get('requests', 0)}" if s else ""
-        lines.append(f"| {r.task} | {'yes' if r.completed else '**NO**'} | {compliance} | {failure} | {r.requests} | "
+        lines.append(f"| {_cell(r.task)} | {'yes' if r.completed else '**NO**'} | {compliance} | {failure} | {r.requests} | "
                      f"{s.get('images', '')} | {s.get('videos', '')} | {s.get('frames_per_video', '')} | "
                      f"{s.get('frames_per_request', '')} | {interleaved} | {_cell(_observed_cell(r.observed or {}))} |")
     notes = []
     for r in reports:
         s = r.shapes or {}
         if s.get("error"):
-            notes.append(f"- {r.task}: request shapes not computed: {_cell(s['error'])}")
+            notes.append(f"- {_cell(r.task)}: request shapes not computed: {_cell(s['error'])}")
         for issue in s.get("issues", []):
-            notes.append(f"- {r.task}: {issue}")
+            notes.append(f"- {_cell(r.task)}: {_cell(issue)}")
         if s.get("video_files"):
-            notes.append(f"- {r.task}: {s['video_files']} video(s) sent as file paths (the model class decodes them)")
+            notes.append(f"- {_cell(r.task)}: {s['video_files']} video(s) sent as file paths (the model class decodes them)")
         for difference in (r.observed or {}).get("differences", []):
-            notes.append(f"- {r.task}: sent differs from intended: {_cell(difference)}")
+            notes.append(f"- {_cell(r.task)}: sent differs from intended: {_cell(difference)}")
     observed = [r.observed for r in reports if (r.observed or {}).get("observable")]
     if observed:
-        sent = (f"Sent: what the model class sent to {observed[0]['endpoint']}, recorded by a loopback proxy "
+        sent = (f"Sent: what the model class sent to {_cell(redact_url(str(observed[0]['endpoint'])))}, recorded by a loopback proxy "
                 "(image_url items per request, runs of consecutive images between text parts per video, image sizes as received).")
     else:
         reason = next((r.observed.get("reason") for r in reports if r.observed), "") or "not observable"
-        sent = f"Sent: {reason}."
+        sent = f"Sent: {_cell(reason)}."
     done = sum(r.completed for r in reports)
     lines += ["", f"{done}/{len(reports)} tasks completed (a task with a failed model request is not). Compliance: share "
               "of answered requests whose reply the task's parser could read (unreadable replies are scored wrong). Shapes: "

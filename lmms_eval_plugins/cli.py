@@ -20,6 +20,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "sync-yaml": ("lmms_eval_plugins.yaml_sync", "write (or --check) each task YAML's metric_list from its benchmark's spec"),
     "sample-data": ("lmms_eval_plugins.sample_data", "regenerate the bundled sample data of installed benchmarks"),
     "check-run": ("lmms_eval_plugins.run_status", "exit 0 when the newest run in an --output_path folder wrote results and scored every sample, else 1"),
+    "doctor": ("lmms_eval_plugins.doctor", "check the install (versions, lmms-eval compatibility, decoder, cache, data, judge) in a few seconds"),
+    "judge-cache": ("lmms_eval_plugins.judges.cache:cli_main", "merge judge verdict caches from other machines, re-checking each row's signature"),
     "score": ("lmms_eval_plugins.score", "finish or re-score a stored run without the model (judges only unscored samples)"),
 }
 

@@ -7,8 +7,10 @@ real forward pass on the CPU), ``oracle`` (every answer right: each metric's max
 by side. The tiny model's weights are random, so its numbers sit near the random row, far below the
 oracle's: that is the expected result, and it shows that data, prompts, model, parsing and scoring
 work end to end. A few documents per task (``--limit``) and short replies (``TINY_MODEL_GEN_KWARGS``)
-keep it under a minute on a laptop CPU. Exits non-zero when a model has no results for a task
-(lmms-eval itself exits 0 on failure).
+keep it under a minute on a laptop CPU. When lmms-eval fails (a model without results, a task without
+a result, a non-zero exit; lmms-eval itself exits 0 on most failures), the demo prints the cause (the
+end of the log's last traceback, or the plugin's error block) and the fix first, no success text,
+and exits 1.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -25,6 +28,7 @@ from typing import Any
 
 from lmms_eval_plugins.cli_run import OFFLINE_ENV
 from lmms_eval_plugins.data import cache_dir
+from lmms_eval_plugins.doctor import HINT, fixes_for_log, installed_versions
 from lmms_eval_plugins.task_list import sample_tasks
 
 # The tiny model's weights are random: it rarely stops by itself, so its replies are capped. The
@@ -100,6 +104,36 @@ def table(runs: Mapping[str, Mapping[str, Any]], columns: Sequence[tuple[str, st
     return [line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+STOPPED = "lmms-eval-plugins: the run stopped:"  # run_status.stopped_block's title line
+
+
+def log_excerpt(text: str, n: int = 10) -> list[str]:
+    """The cause in an lmms-eval log: the plugin's error block when there is one, else the last ``n``
+    lines of the last traceback (ending with its exception line), else the log's last ``n`` lines."""
+    lines = [_ANSI.sub("", line).rstrip() for line in text.splitlines()]
+    blocks = [i for i, line in enumerate(lines) if line.startswith(STOPPED)]
+    if blocks:
+        end = next((j for j in range(blocks[-1] + 1, len(lines)) if lines[j].startswith("====")), len(lines))
+        return lines[blocks[-1]:end]
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
+    if starts:
+        end = next((j for j in range(starts[-1] + 1, len(lines)) if lines[j] and not lines[j].startswith(" ")), len(lines) - 1)
+        frames = [line for line in lines[starts[-1]:end + 1] if line.strip(" ^~")]  # no caret lines
+        return frames[-n:]
+    return [line for line in lines if line.strip()][-n:]
+
+
+def failure_report(missing: Sequence[str], returncode: int, excerpt: Sequence[str], fixes: Sequence[str],
+                   log_path: Path | str) -> list[str]:
+    """What a failed demo prints first: what failed, the cause from the log, the fix, the doctor hint."""
+    what = f"lmms-eval wrote no results for {', '.join(missing)}" if missing else "some tasks have no result"
+    lines = [f"lmms-eval-plugins demo: FAILED: {what} (lmms-eval exit status {returncode}).",
+             f"cause (from the lmms-eval log, {log_path}):", *(f"    {line}" for line in excerpt)]
+    lines += [f"fix: {fix}" for fix in fixes]
+    return [*lines, HINT]
+
+
 def main(argv: list[str]) -> int:
     from lmms_eval_plugins.tiny_qwen import build_tiny_qwen2_5_vl, lmms_eval_model_args
 
@@ -139,19 +173,27 @@ def main(argv: list[str]) -> int:
         done = subprocess.run([sys.executable, "-m", "lmms_eval", "--config", str(config_path)], env=env, cwd=output,
                               stdout=log, stderr=subprocess.STDOUT, check=False)
     runs = results_by_model(output)
-    columns = [(args.model, "this model" if args.model_args else "tiny Qwen2.5-VL"), *((m, m) for m in models[1:])]
+    tiny = args.model_args is None and args.model == "qwen2_5_vl"
+    columns = [(args.model, "tiny Qwen2.5-VL" if tiny else "this model"), *((m, m) for m in models[1:])]
     lines = table(runs, columns)
-    print("\n".join(lines))
     missing = [m for m in models if m not in runs]
+    if missing or done.returncode != 0 or len(lines) <= 2 or any("no result" in line for line in lines[2:]):
+        # the cause and the fix come first; no success text, and a table only when it has rows
+        text = log_path.read_text(encoding="utf-8", errors="replace")
+        from lmms_eval_plugins.tested_versions import KNOWN_BAD
+
+        fixes = fixes_for_log(text, installed_versions({kb.package for kb in KNOWN_BAD}), KNOWN_BAD)
+        sys.stdout.flush()
+        print("\n".join(failure_report(missing, done.returncode, log_excerpt(text), fixes, log_path)),
+              file=sys.stderr, flush=True)
+        if len(lines) > 2:
+            print("\n".join(["", "partial results:", *lines]), flush=True)
+        return 1
+    print("\n".join(lines))
     print(f"\n{time.monotonic() - started:.0f} s. Percent, headline metric per task. oracle: {ROW_NOTE['oracle']}; "
           f"random: {ROW_NOTE['random']}." if not args.no_baselines else "")
-    if args.model_args is None and args.model == "qwen2_5_vl":
+    if tiny:
         print("The tiny Qwen2.5-VL has random weights: its replies are noise, so it scores near the random row "
               "(often lower: noise is mostly unparseable, and unparseable counts as wrong). Real weights: see the README.")
     print(f"Results under {output}; the full lmms-eval log is {log_path}.")
-    if missing or any(line.count("no result") for line in lines):
-        tail = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
-        print("\n".join(["", f"no results for: {', '.join(missing) or 'some tasks'} (exit status {done.returncode}); "
-                             "the log ends with:", *tail]), file=sys.stderr)
-        return 1
     return 0

@@ -2,9 +2,10 @@
 
 lmms-eval 0.7.3 computes ``<metric>_stderr`` only for aggregations it knows (``mean``, ``f1_score``,
 ...); ours are custom, so its results and its Stderr column say ``N/A``. After lmms-eval aggregates a
-task, this hook fills ``<metric>_stderr`` for the task's headline metrics from the benchmark's spec,
-in the metric's units (:mod:`lmms_eval_plugins.stats`): analytic (clustered) when the metric is a mean
-of a per-item score, else a seeded bootstrap of the metric's own aggregation, resampling whole
+task, :func:`fill_stderrs` (called by the compatibility entry ``error-bars``, ``compat/patches.py``)
+fills ``<metric>_stderr`` for the task's headline metrics from the benchmark's spec, in the metric's
+units (:mod:`lmms_eval_plugins.stats`): analytic (clustered) when the metric is a mean of a per-item
+score, else a seeded bootstrap of the metric's own aggregation, resampling whole
 clusters where the benchmark names a cluster unit. ``--bootstrap_iters 0`` (lmms-eval's switch)
 turns ours off too; ``LMMS_EVAL_PLUGINS_BOOTSTRAP_ITERS`` sets the bootstrap iterations (default 1000).
 """
@@ -20,7 +21,6 @@ from lmms_eval_plugins import stats
 from lmms_eval_plugins.benchmark import Benchmark, Metric, benchmark_of_task
 
 log = logging.getLogger(__name__)
-_PATCH_MARK = "_lmms_eval_plugins_errorbars"
 HEADLINE_UNITS = ("%", "fraction")
 SCALE = {"%": 100.0, "fraction": 1.0}
 
@@ -100,23 +100,3 @@ def fill_stderrs(task_output: Any, bootstrap_iters: int) -> None:
             continue
         if se is not None:
             task_output.agg_metrics[key] = se
-
-
-def install_stderr_hook() -> bool:
-    """Wrap ``TaskOutput.calculate_aggregate_metric`` so our tasks' error bars fill in. Idempotent."""
-    try:
-        from lmms_eval.evaluator_utils import TaskOutput
-    except ImportError:  # pragma: no cover - another lmms-eval layout
-        return False
-    original = TaskOutput.calculate_aggregate_metric
-    if getattr(original, _PATCH_MARK, False):
-        return True
-
-    def calculate_aggregate_metric(self, bootstrap_iters=100000):
-        original(self, bootstrap_iters=bootstrap_iters)
-        fill_stderrs(self, bootstrap_iters)
-
-    setattr(calculate_aggregate_metric, _PATCH_MARK, True)
-    calculate_aggregate_metric.__wrapped__ = original  # type: ignore[attr-defined]
-    TaskOutput.calculate_aggregate_metric = calculate_aggregate_metric
-    return True

@@ -51,8 +51,9 @@ VENDOR_DIR = "_vendor"
 MANIFEST = "EXPORT.json"
 # Never vendored: the task folders themselves (the export *is* the task) and the lmms-eval discovery hook.
 FORBIDDEN = {f"{ROOT}.task_yamls", f"{ROOT}.discovery", f"{ROOT}.cli"}
-# Sub-packages vendored module by module (with their __init__ files), not whole.
-MODULE_WISE_PACKAGES = {"benchmarks"}
+# Sub-packages vendored module by module (with their __init__ files), not whole. ``compat``: an export
+# needs its frame reads (judge filter, decode-ahead), never its patches (installed by discovery).
+MODULE_WISE_PACKAGES = {"benchmarks", "compat"}
 # Calls whose first argument is a module path (a vendored one must be renamed too).
 MODULE_PATH_CALLS = {"import_module", "find_spec", "files"}
 SKIP_NAMES = {"__pycache__", ".pytest_cache", ".DS_Store"}

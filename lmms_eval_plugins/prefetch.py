@@ -20,7 +20,9 @@ waits. Two layers here:
   sorted by context), the dispatch order of the ``openai`` class, else the order of the request
   list (lmms-eval's dataset order for this rank). Each call is matched to its place in that order by
   comparing the document; a call that matches nothing is simply prepared inline. Without a model
-  loop on the stack (a script calling the hook) nothing is prefetched.
+  loop on the stack (a script calling the hook), or when lmms-eval's loop no longer looks as
+  expected (the stack walk is the compatibility entry ``request-loop``,
+  :mod:`lmms_eval_plugins.compat.frames`), nothing is prefetched.
 
 One prefetcher per process (lmms-eval's ranks are processes, each with its own shard and its own
 order); a forked child starts a fresh one. The hook is thread-safe (vLLM's class calls it from a
@@ -40,7 +42,6 @@ import atexit
 import dataclasses
 import functools
 import os
-import sys
 import threading
 import time
 from bisect import bisect_left
@@ -51,6 +52,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from lmms_eval_plugins.compat import frames
 from lmms_eval_plugins.settings import BadSetting, env_number, switched_off
 
 PREFETCH_ENV = "LMMS_EVAL_PLUGINS_PREFETCH"
@@ -437,73 +439,6 @@ def _hook_target(fn: Any) -> PrefetchedHook | None:
     return target if isinstance(target, PrefetchedHook) else None
 
 
-def _instance_list(value: Any) -> bool:
-    if not isinstance(value, list) or not value:
-        return False
-    first, last = value[0], value[-1]
-    return all(type(x).__name__ == "Instance" and hasattr(x, "args") for x in (first, last))
-
-
-def _collator_order(collator: Any) -> list[tuple]:
-    """The order ``Collator.get_batched`` yields: group by group (insertion order), each sorted by ``fn``."""
-    groups = list(collator.arr_with_indices.values()) if collator.grouping else [collator.arr_with_indices]
-    out: list[tuple] = []
-    for group in groups:
-        out.extend(args for _, args in sorted(group, key=lambda item: collator.fn(item[1])))
-    return out
-
-
-def _fingerprint(source: Any) -> tuple:
-    items = source if isinstance(source, list) else list(getattr(source, "arr_with_indices", []) or [])
-    return (id(source), len(items), tuple(x if isinstance(x, int) else id(x) for x in items[:16]))
-
-
-def _source_in_frame(local: Mapping[str, Any]) -> tuple[Any, Callable[[], list[tuple]]] | None:
-    """(the object that fixes the order, a function giving the request argument tuples in call
-    order) from one frame's locals, or None. The order is built only when needed."""
-    for value in local.values():
-        if type(value).__name__ == "Collator" and hasattr(value, "arr_with_indices") and hasattr(value, "fn"):
-            return value, functools.partial(_collator_order, value)
-    dispatch = local.get("dispatch_order")
-    for name, value in local.items():
-        if _instance_list(value):
-            if isinstance(dispatch, list) and len(dispatch) == len(value) and name != "dispatch_order":
-                return dispatch, functools.partial(_args_in_order, value, dispatch)  # the openai class's order
-            return value, functools.partial(_args_in_order, value, range(len(value)))
-    return None
-
-
-def _args_in_order(requests: Sequence[Any], order: Iterable[int]) -> list[tuple]:
-    return [requests[i].args for i in order]
-
-
-def _stacks() -> Iterable[Any]:
-    """Frames of this thread (innermost first), then of the other threads (vLLM's class calls hooks from a pool)."""
-    me = threading.get_ident()
-    frame = sys._getframe(3)
-    while frame is not None:
-        yield frame
-        frame = frame.f_back
-    for ident, top in sys._current_frames().items():
-        frame = top if ident != me else None
-        while frame is not None:
-            yield frame
-            frame = frame.f_back
-
-
-def _find_loop() -> tuple[Any, Mapping[str, Any], Callable[[], list[tuple]]] | None:
-    """The request loop on the stack: (order source, the model's task_dict, order function), or None."""
-    for frame in _stacks():
-        local = frame.f_locals
-        task_dict = getattr(local.get("self"), "task_dict", None)
-        if not isinstance(task_dict, Mapping):  # every lmms-eval model keeps the docs in self.task_dict
-            continue
-        found = _source_in_frame(local)
-        if found is not None:
-            return found[0], task_dict, found[1]
-    return None
-
-
 @dataclass
 class _Plan:
     source: Any  # held so that its id cannot be reused while we compare fingerprints
@@ -596,10 +531,10 @@ class _Layer:
         start = time.perf_counter()
         with self._lock:
             plan, job = self._plan, None
-            loop = _find_loop()  # every call: a new loop (a new generate_until) must not reuse an old plan
+            loop = frames.find_request_loop()  # every call: a new loop (a new generate_until) must not reuse an old plan
             if loop is not None:
                 source, task_dict, order = loop
-                fingerprint = _fingerprint(source)
+                fingerprint = frames.fingerprint(source)
                 if plan is None or plan.fingerprint != fingerprint:
                     if plan is not None:
                         plan.core.close(timeout=0)

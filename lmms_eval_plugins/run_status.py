@@ -6,7 +6,7 @@ in the middle) and exits with status 0. Two things here:
 
 - :func:`stopped_block`: the plugin error found inside such an exception (through ``RetryError``
   and exception chains), as at most 10 lines naming the problem, the record or file and the fix.
-  The evaluate hook (``discovery``) prints it as the very last output of the process and records it
+  The evaluate hook (``compat.patches``) prints it as the very last output of the process and records it
   as ``lmms_eval_plugins_failed.json`` in the ``--output_path`` folder.
 - ``lmms-eval-plugins check-run OUTPUT_PATH``: exit status 0 when the newest run in the folder wrote
   results and every sample of every task was scored; 1 otherwise, with the reason (the recorded
@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lmms_eval_plugins.cli_run import latest_results
-from lmms_eval_plugins.discovery import unscored_counts
+from lmms_eval_plugins.data import parse_json
+from lmms_eval_plugins.console import unscored_counts
 from lmms_eval_plugins.errors import PluginError
 
 FAILED_MARKER = "lmms_eval_plugins_failed.json"
@@ -68,10 +69,11 @@ def stopped_block(error: PluginError, output_path: str | None) -> str:
     if getattr(error, "path", None):
         body += _field("file", error.path, 1)  # type: ignore[attr-defined]
     if getattr(error, "fix", None):
-        body += _field("fix", error.fix, MAX_BLOCK_LINES - 4 - len(body))  # type: ignore[attr-defined]
+        body += _field("fix", error.fix, MAX_BLOCK_LINES - 5 - len(body))  # type: ignore[attr-defined]
     check = f"lmms-eval-plugins check-run {output_path.rstrip('/')}" if output_path else "lmms-eval-plugins check-run OUTPUT_PATH"
     lines = [bar, f"lmms-eval-plugins: the run stopped: {type(error).__name__}", *body,
-             f"  (lmms-eval exits with status 0 even so; `{check}` exits 1)", bar]
+             f"  (lmms-eval exits with status 0 even so; `{check}` exits 1)",
+             "  (check the install: lmms-eval-plugins doctor)", bar]
     return "\n".join(lines)  # the fix field takes what the others leave of MAX_BLOCK_LINES
 
 
@@ -106,9 +108,10 @@ def check_run(folder: Path, tasks: Sequence[str] = ()) -> tuple[int, list[str]]:
     results_path = latest_results(folder)
     if marker.is_file() and (results_path is None or marker.stat().st_mtime >= results_path.stat().st_mtime):
         try:
-            failure = json.loads(marker.read_text(encoding="utf-8"))
+            failure = parse_json(marker.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             failure = {}
+        failure = failure if isinstance(failure, dict) else {}
         lines = [f"check-run: FAILED: the last run in {folder} stopped: {failure.get('problem', '(unreadable record)')}"]
         lines += [f"  {k}: {failure[k]}" for k in ("record", "path", "fix") if failure.get(k)]
         return 1, lines
@@ -116,9 +119,11 @@ def check_run(folder: Path, tasks: Sequence[str] = ()) -> tuple[int, list[str]]:
         return 1, [f"check-run: FAILED: no *_results.json under {folder}: the run stopped before writing results "
                    "(its error is in the last lines of its output)"]
     try:
-        results = json.loads(results_path.read_text(encoding="utf-8"))
+        results = parse_json(results_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         return 1, [f"check-run: FAILED: {results_path} is not readable JSON ({exc})"]
+    if not isinstance(results, dict):
+        return 1, [f"check-run: FAILED: {results_path} is not an lmms-eval results file (not a JSON object)"]
     present = set((results.get("results") or {}))
     missing = [t for t in tasks if t not in present]
     unscored = unscored_counts(results)

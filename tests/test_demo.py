@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -35,3 +36,55 @@ def test_demo_prints_the_tiny_model_beside_oracle_and_random(tmp_path, isolated_
         assert oracle == "100.0", (task, cells)  # every headline is a percent whose maximum is 100
         assert float(tiny) <= 100.0 and float(random) <= 100.0
     assert "random weights" in done.stdout and "near the random row" in done.stdout
+
+
+LOG_WITH_TRACEBACK = """\
+\x1b[32m2026-11-25 20:24:12\x1b[0m | INFO | lmms_eval.__main__:cli_evaluate:516 - Verbosity set to INFO
+Traceback (most recent call last):
+  File "lmms_eval/__main__.py", line 583, in cli_evaluate
+    results, samples = cli_evaluate_single(args)
+                       ^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "lmms_eval/evaluator.py", line 134, in _enable_reentrant_filelocks
+    import filelock._api as _fl_api
+ModuleNotFoundError: No module named 'filelock._api'
+2026-11-25 20:24:12 | ERROR | lmms_eval.__main__:cli_evaluate:614 - Error during evaluation: No module named 'filelock._api'
+"""
+
+
+def test_the_cause_is_the_last_traceback_without_caret_lines_or_the_plugins_error_block():
+    assert demo.log_excerpt(LOG_WITH_TRACEBACK, n=4) == [
+        '    results, samples = cli_evaluate_single(args)',
+        '  File "lmms_eval/evaluator.py", line 134, in _enable_reentrant_filelocks',
+        '    import filelock._api as _fl_api',
+        "ModuleNotFoundError: No module named 'filelock._api'",
+    ]
+    block = "noise\n" + "=" * 100 + "\nlmms-eval-plugins: the run stopped: DataError\n  problem: no data\n" + "=" * 100 + "\nafter\n"
+    assert demo.log_excerpt(LOG_WITH_TRACEBACK + block) == ["lmms-eval-plugins: the run stopped: DataError", "  problem: no data"]
+    assert demo.log_excerpt("a\n\nb\nc\n", n=2) == ["b", "c"]  # no traceback: the log's last lines
+
+
+def test_the_failure_report_says_what_failed_then_the_cause_the_fix_and_doctor():
+    lines = demo.failure_report(["oracle"], 0, ["Boom: x"], ["filelock 4.3.1: gone. Fix: pip install 'filelock<4.3'"], "out/demo.log")
+    assert lines == ["lmms-eval-plugins demo: FAILED: lmms-eval wrote no results for oracle (lmms-eval exit status 0).",
+                     "cause (from the lmms-eval log, out/demo.log):", "    Boom: x",
+                     "fix: filelock 4.3.1: gone. Fix: pip install 'filelock<4.3'",
+                     "(check the install: lmms-eval-plugins doctor)"]
+
+
+def test_a_failed_lmms_eval_run_prints_the_cause_and_fix_first_and_exits_1(tmp_path, isolated_env):
+    from test_doctor import shadow_filelock
+
+    shadow = shadow_filelock(tmp_path / "shadow")  # filelock 4.3.1: lmms-eval stops before its first request
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(shadow), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", "demo", "--output_path", str(tmp_path / "demo"),
+                           "--model", "oracle", "--no-baselines", "--tasks", "errorradar_step_sample", "--limit", "1"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert done.returncode == 1, done.stdout[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("lmms-eval-plugins demo: oracle on errorradar_step_sample")
+    assert lines[1].startswith("lmms-eval-plugins demo: FAILED: lmms-eval wrote no results for oracle")
+    assert "ModuleNotFoundError: No module named 'filelock._api'" in done.stdout
+    fix = next(i for i, line in enumerate(lines) if line.startswith("fix: filelock 4.3.1"))
+    assert "pip install 'filelock<4.3'" in lines[fix] and lines[fix + 1] == "(check the install: lmms-eval-plugins doctor)"
+    assert lines[fix + 1] == lines[-1]  # nothing after: no empty table, no success text
+    assert not any(line.startswith("task ") for line in lines) and "every answer right" not in done.stdout

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_eval_plugins import discovery, tasks_dir
+from lmms_eval_plugins import compat, discovery, tasks_dir
 from lmms_eval_plugins.task_list import task_names
 from lmms_eval_plugins.testing.cli_run import OFFLINE_ENV
 
@@ -55,7 +55,7 @@ def test_models_resolve_through_lmms_eval_registry():
 def test_builtin_task_wins_a_name_clash(tmp_path, monkeypatch):
     from lmms_eval.tasks import TaskManager
 
-    discovery.install_task_hook()
+    assert compat.install("task-folders")
     builtin = TaskManager(include_defaults=True)
     name = next(n for n in builtin.all_subtasks if n not in task_names())
     (tmp_path / "clash.yaml").write_text(f"task: {name}\ndataset_path: json\n")
@@ -73,43 +73,12 @@ def test_include_path_is_extended_once():
     assert discovery.with_plugin_tasks(["/x", ours]) == ["/x", ours]
 
 
-def test_hooks_are_idempotent():
+def test_register_installs_the_import_phase_hooks_once():
     from lmms_eval.tasks import TaskManager
     import lmms_eval.utils as lmms_utils
 
     discovery.register()
     patched_tasks, patched_table = TaskManager.initialize_tasks, lmms_utils.make_table
+    assert getattr(patched_tasks, compat.MARK, False) and getattr(patched_table, compat.MARK, False)
     discovery.register()
     assert TaskManager.initialize_tasks is patched_tasks and lmms_utils.make_table is patched_table
-
-
-def test_console_table_compacts_container_metrics_only():
-    results = {"results": {"t": {"acc,none": 50.0, "by_type,none": {"a": 1.0, "b": 0.0}, "alias": "t"}}}
-    compact = discovery.compact_container_values(results)
-    assert compact["results"]["t"]["acc,none"] == 50.0
-    assert compact["results"]["t"]["by_type,none"] == "{2 entries, see results JSON}"
-    assert results["results"]["t"]["by_type,none"] == {"a": 1.0, "b": 0.0}  # the original is untouched
-
-
-def test_hooks_installed_once_each():
-    import lmms_eval.evaluator as evaluator
-    from lmms_eval.loggers.evaluation_tracker import EvaluationTracker
-
-    discovery.install_late_hooks()
-    hooks = (evaluator.simple_evaluate, EvaluationTracker.save_results_aggregated)
-    discovery.install_late_hooks()
-    assert (evaluator.simple_evaluate, EvaluationTracker.save_results_aggregated) == hooks
-
-
-def test_a_run_with_unscored_samples_ends_with_the_command_that_finishes_them():
-    results = {"results": {"a": {"acc,none": None, "unscored,none": 3, "alias": "a"},
-                           "b": {"acc,none": 50.0, "unscored,none": 0},
-                           "g": {"score,none": None, "unscored,none": 3}},
-               "group_subtasks": {"g": ["a"], "a": [], "b": []}}
-    assert discovery.unscored_counts(results) == {"a": 3}  # groups repeat their tasks' counts
-    block = discovery.unscored_block(results, ["lmms-eval", "--output_path", "out/run1/", "--log_samples"])
-    assert "3 sample(s) are UNSCORED" in block and "  a: 3" in block
-    assert "lmms-eval-plugins score out/run1\n" in block
-    without_samples = discovery.unscored_block(results, ["lmms-eval", "--output_path", "out"])
-    assert "pass --log_samples" in without_samples and "score out" not in without_samples
-    assert discovery.unscored_block({"results": {"b": {"unscored,none": 0}}}, []) == ""

@@ -55,6 +55,7 @@ def test_the_block_has_at_most_ten_lines_and_names_record_file_and_fix():
     assert "the run stopped: MediaError" in lines[1]
     assert "record:  CrossVid BU id 3" in block and "file:    /data/crossvid/videos/a.mp4" in block
     assert "fix:     put the file there" in block and "lmms-eval-plugins check-run /runs/out" in block
+    assert lines[-2] == "  (check the install: lmms-eval-plugins doctor)"
     assert "RetryError" not in block
 
 

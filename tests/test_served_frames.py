@@ -5,7 +5,7 @@ lmms-eval's API chat classes (``openai``, ``vllm``) build their requests with
 ``qwen_vl_utils.fetch_video`` (which resizes the frames and pads an odd count by repeating the last
 one), and base64-encodes each frame, a temporary PIL image, through a per-request cache keyed on
 ``id(image)``. A freed temporary's id is reused by a later frame, which is then sent as the earlier
-frame's picture. ``lmms_eval_plugins.lmms_eval_fixes`` (installed by our entry point in every
+frame's picture. ``lmms_eval_plugins.compat.fixes`` (installed by our entry point in every
 lmms-eval process) fixes both; without it these tests fail.
 
 The sample videos draw their own frame number into every frame (``decode_frame_index``) and each
@@ -297,9 +297,9 @@ def describe(doc: IntendedDoc, problems: list[str]) -> str:
 @pytest.fixture(scope="module")
 def fixed_lmms_eval():
     """What our lmms_eval.models entry point does in every lmms-eval process."""
-    from lmms_eval_plugins import lmms_eval_fixes
+    from lmms_eval_plugins.compat import fixes
 
-    assert lmms_eval_fixes.install(), "lmms_eval_fixes.install() found no lmms_eval.protocol to patch"
+    assert fixes.install(), "compat.fixes.install(): a frame entry's compatibility check failed (see the warning)"
 
 
 def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

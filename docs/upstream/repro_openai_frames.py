@@ -5,7 +5,7 @@ from PIL import Image
 from lmms_eval.protocol import ChatMessages
 
 if "--fix" in sys.argv:
-    from lmms_eval_plugins import lmms_eval_fixes; lmms_eval_fixes.install()
+    from lmms_eval_plugins.compat import fixes; fixes.install()
 
 # 16 frames, frame i is a flat grey of value 10*i, so its number can be read back from any pixel.
 frames = [Image.fromarray(np.full((56, 56, 3), 10 * i, np.uint8)) for i in range(15)]

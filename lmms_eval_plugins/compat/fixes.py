@@ -1,8 +1,11 @@
 """Workarounds for lmms-eval 0.7.3 bugs that change what a served model receives.
 
-Installed by our ``lmms_eval.models`` entry point (:mod:`lmms_eval_plugins.discovery`), so every
-lmms-eval process that can run our tasks has them. Each patch is small, idempotent and marked; the
-upstream fix is ``docs/upstream/lmms-eval-openai-frames.patch``, after which these go.
+Entries ``frames-content-key``, ``frames-unpadded``, ``cache-valid``, ``cache-lookup`` and
+``probe-notice`` of :data:`lmms_eval_plugins.compat.ENTRIES`: installed by our ``lmms_eval.models``
+entry point (:mod:`lmms_eval_plugins.discovery`) through :func:`lmms_eval_plugins.compat.install_all`,
+each after its check passed, so every lmms-eval process that can run our tasks has them. Each patch is
+small, idempotent and marked (``compat.MARK``); the upstream fix of 1 and 2 is
+``docs/upstream/lmms-eval-openai-frames.patch``, after which these go.
 
 1. **Frames swapped.** ``ChatMessages.to_openai_messages`` (the ``openai``, ``async_openai`` and ``vllm``
    chat classes) turns each frame of a video into a temporary PIL image and base64-encodes it through
@@ -33,7 +36,7 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
-_MARK = "_lmms_eval_plugins_fix"
+from lmms_eval_plugins.compat import MARK as _MARK
 
 
 def content_key(image: Any) -> tuple[object, ...] | None:
@@ -108,32 +111,53 @@ def _cached_reply_text(reply: Any) -> Any:
     return getattr(reply, "text", reply)
 
 
-def failure_rejecting_cache(cache_cls: type) -> None:
-    """Make lmms-eval's ``ResponseCache`` neither store nor serve failed-request markers."""
+def reject_failures_in_validity(cache_cls: type) -> bool:
+    """``cache_cls._is_valid_response`` (a staticmethod) also refuses failed-request markers: never stored."""
     from lmms_eval_plugins.outcome import request_failure
 
     is_valid = cache_cls.__dict__.get("_is_valid_response")
-    if isinstance(is_valid, staticmethod) and not getattr(is_valid.__func__, _MARK, False):
-        original_valid = is_valid.__func__
+    if not isinstance(is_valid, staticmethod):
+        return False
+    if getattr(is_valid.__func__, _MARK, False):
+        return True
+    original_valid = is_valid.__func__
 
-        def _is_valid_response(response: Any, request_type: str) -> bool:
-            if request_failure(_cached_reply_text(response)):
-                return False
-            return original_valid(response, request_type)
+    def _is_valid_response(response: Any, request_type: str) -> bool:
+        if request_failure(_cached_reply_text(response)):
+            return False
+        return original_valid(response, request_type)
 
-        setattr(_is_valid_response, _MARK, True)
-        cache_cls._is_valid_response = staticmethod(_is_valid_response)
+    setattr(_is_valid_response, _MARK, True)
+    _is_valid_response.__wrapped__ = original_valid  # type: ignore[attr-defined]
+    cache_cls._is_valid_response = staticmethod(_is_valid_response)
+    return True
+
+
+def reject_failures_in_lookup(cache_cls: type) -> bool:
+    """``cache_cls._lookup`` serves a stored failed-request marker as a miss (a re-run asks again)."""
+    from lmms_eval_plugins.outcome import request_failure
 
     lookup = cache_cls.__dict__.get("_lookup")
-    if callable(lookup) and not getattr(lookup, _MARK, False):
-        original_lookup = lookup
+    if not callable(lookup):
+        return False
+    if getattr(lookup, _MARK, False):
+        return True
+    original_lookup = lookup
 
-        def _lookup(self: Any, cache_key: str) -> Any:
-            found = original_lookup(self, cache_key)
-            return None if request_failure(_cached_reply_text(found)) else found
+    def _lookup(self: Any, cache_key: str) -> Any:
+        found = original_lookup(self, cache_key)
+        return None if request_failure(_cached_reply_text(found)) else found
 
-        setattr(_lookup, _MARK, True)
-        cache_cls._lookup = _lookup
+    setattr(_lookup, _MARK, True)
+    _lookup.__wrapped__ = original_lookup  # type: ignore[attr-defined]
+    cache_cls._lookup = _lookup
+    return True
+
+
+def failure_rejecting_cache(cache_cls: type) -> None:
+    """Make lmms-eval's ``ResponseCache`` neither store nor serve failed-request markers."""
+    reject_failures_in_validity(cache_cls)
+    reject_failures_in_lookup(cache_cls)
 
 
 PROBE_NOTICE = "Failed to probe video"
@@ -180,13 +204,11 @@ def collapse_probe_warnings(model_class: type) -> None:
 
 def install_model_hook() -> bool:
     """Wrap ``lmms_eval.models.get_model`` so each model class it resolves gets :func:`collapse_probe_warnings`."""
-    try:
-        import lmms_eval.models as models
-    except ImportError:
-        return False
-    original = getattr(models, "get_model", None)
-    if not callable(original) or getattr(original, _MARK, False):
-        return callable(original)
+    import lmms_eval.models as models
+
+    original = models.get_model
+    if getattr(original, _MARK, False):
+        return True
 
     def get_model(*args: Any, **kwargs: Any) -> type:
         cls = original(*args, **kwargs)
@@ -202,23 +224,41 @@ def install_model_hook() -> bool:
     return True
 
 
+def install_encoder() -> bool:
+    """``lmms_eval.protocol.encode_image_to_base64`` keyed on pixel content (idempotent)."""
+    import lmms_eval.protocol as protocol
+
+    protocol.encode_image_to_base64 = content_keyed_encoder(protocol.encode_image_to_base64)
+    return True
+
+
+def install_fetch_video() -> bool:
+    """``lmms_eval.protocol.fetch_video`` returns as many frames as a frame list had (idempotent)."""
+    import lmms_eval.protocol as protocol
+
+    protocol.fetch_video = unpadded_fetch_video(protocol.fetch_video)
+    return True
+
+
+def install_cache_valid() -> bool:
+    from lmms_eval.caching.response_cache import ResponseCache
+
+    return reject_failures_in_validity(ResponseCache)
+
+
+def install_cache_lookup() -> bool:
+    from lmms_eval.caching.response_cache import ResponseCache
+
+    return reject_failures_in_lookup(ResponseCache)
+
+
 def install() -> bool:
-    """Patch ``lmms_eval.protocol`` (idempotent). False when lmms-eval's layout is not the one we know."""
-    try:
-        import lmms_eval.protocol as protocol
-    except ImportError:
-        return False
-    patched = False
-    encoder = getattr(protocol, "encode_image_to_base64", None)
-    if callable(encoder):
-        protocol.encode_image_to_base64 = content_keyed_encoder(encoder)
-        patched = True
-    fetch = getattr(protocol, "fetch_video", None)
-    if callable(fetch):
-        protocol.fetch_video = unpadded_fetch_video(fetch)
-    try:
-        from lmms_eval.caching.response_cache import ResponseCache
-    except ImportError:
-        return patched
-    failure_rejecting_cache(ResponseCache)
-    return patched
+    """All five fixes, each through its compatibility check (:func:`lmms_eval_plugins.compat.install`).
+    True when the frame fixes (the ones that change what a served model receives) are in place."""
+    from lmms_eval_plugins import compat
+
+    applied = {name: compat.install(name) for name in FIX_ENTRIES}
+    return applied["frames-content-key"] and applied["frames-unpadded"]
+
+
+FIX_ENTRIES = ("frames-content-key", "frames-unpadded", "cache-valid", "cache-lookup", "probe-notice")

@@ -1,4 +1,4 @@
-"""The plugin-side workarounds for lmms-eval's frame conversion (lmms_eval_plugins/lmms_eval_fixes.py)."""
+"""The plugin-side workarounds for lmms-eval bugs (lmms_eval_plugins/compat/fixes.py, entries frames-*, cache-*, probe-notice)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 from PIL import Image
 
-from lmms_eval_plugins import lmms_eval_fixes
+from lmms_eval_plugins.compat import fixes
 
 
 def grey(value: int, size: int = 56) -> Image.Image:
@@ -19,10 +19,10 @@ def grey(value: int, size: int = 56) -> Image.Image:
 
 
 def test_content_key_tells_pictures_apart_and_ignores_identity():
-    assert lmms_eval_fixes.content_key(grey(10)) == lmms_eval_fixes.content_key(grey(10))
-    assert lmms_eval_fixes.content_key(grey(10)) != lmms_eval_fixes.content_key(grey(20))
-    assert lmms_eval_fixes.content_key(grey(10, 56)) != lmms_eval_fixes.content_key(grey(10, 28))
-    assert lmms_eval_fixes.content_key("/some/path.png") is None
+    assert fixes.content_key(grey(10)) == fixes.content_key(grey(10))
+    assert fixes.content_key(grey(10)) != fixes.content_key(grey(20))
+    assert fixes.content_key(grey(10, 56)) != fixes.content_key(grey(10, 28))
+    assert fixes.content_key("/some/path.png") is None
 
 
 def test_encoder_cache_hits_only_for_the_same_picture():
@@ -33,7 +33,7 @@ def test_encoder_cache_hits_only_for_the_same_picture():
         calls.append(cache)
         return f"path:{image}" if isinstance(image, str) else f"enc{np.asarray(image)[0, 0, 0]}"
 
-    encode = lmms_eval_fixes.content_keyed_encoder(original)
+    encode = fixes.content_keyed_encoder(original)
     cache: dict = {}
     # Temporaries freed right after encoding: the id-keyed cache returned the first one's encoding here.
     got = [encode(grey(v), image_format="PNG", cache=cache) for v in (1, 2, 3, 2)]
@@ -41,7 +41,7 @@ def test_encoder_cache_hits_only_for_the_same_picture():
     assert len(calls) == 3 and all(c is None for c in calls)  # the repeat came from the content-keyed cache
     assert encode("/a/path.png", cache=cache) == "path:/a/path.png"
     assert calls[-1] is cache  # paths go to the original with its own (path-keyed) cache
-    assert lmms_eval_fixes.content_keyed_encoder(encode) is encode  # idempotent
+    assert fixes.content_keyed_encoder(encode) is encode  # idempotent
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"return_video_sample_fps": True}, {"return_video_metadata": True},
@@ -53,7 +53,7 @@ def test_fetch_video_padding_is_trimmed_for_frame_lists_in_every_return_shape(kw
         out = (video, {"fps": 2.0, "frames_indices": list(range(n))}) if kw.get("return_video_metadata") else video
         return (out, 2.0) if kw.get("return_video_sample_fps") else out
 
-    fetch = lmms_eval_fixes.unpadded_fetch_video(padded_fetch)
+    fetch = fixes.unpadded_fetch_video(padded_fetch)
     out = fetch({"video": [grey(i) for i in range(5)]}, **kwargs)
     if kwargs.get("return_video_sample_fps"):
         out, fps = out
@@ -65,7 +65,7 @@ def test_fetch_video_padding_is_trimmed_for_frame_lists_in_every_return_shape(kw
 
 
 def test_fetch_video_leaves_paths_alone():
-    fetch = lmms_eval_fixes.unpadded_fetch_video(lambda ele, **kw: torch.zeros(6, 3, 4, 4))
+    fetch = fixes.unpadded_fetch_video(lambda ele, **kw: torch.zeros(6, 3, 4, 4))
     assert len(fetch({"video": "/a/video.mp4"})) == 6
 
 
@@ -80,7 +80,7 @@ def _arrived(messages) -> list[int]:
 def test_lmms_eval_sends_every_frame_once_in_order_after_install():
     from lmms_eval.protocol import ChatMessages
 
-    assert lmms_eval_fixes.install()
+    assert fixes.install()
     frames = [grey(10 * i) for i in range(15)]  # odd count: fetch_video would pad it to 16
     chat = ChatMessages(messages=[{"role": "user", "content": [{"type": "video", "url": frames},
                                                                 {"type": "text", "text": "?"}]}])
@@ -92,7 +92,7 @@ def test_lmms_eval_sends_every_frame_once_in_order_after_install():
 def test_response_cache_neither_stores_nor_serves_failed_requests():
     from lmms_eval.caching.response_cache import ResponseCache
 
-    lmms_eval_fixes.install()
+    fixes.install()
     failed = "[LMMS_EVAL_REQUEST_FAILED after 5 retries] Connection error."
     assert not ResponseCache._is_valid_response(failed, "generate_until")
     assert not ResponseCache._is_valid_response("[LMMS_EVAL_BUDGET_EXCEEDED]", "generate_until")
@@ -105,8 +105,8 @@ def test_response_cache_neither_stores_nor_serves_failed_requests():
         def _lookup(self, key):
             return self.rows.get(key)
 
-    lmms_eval_fixes.failure_rejecting_cache(Stored)
-    lmms_eval_fixes.failure_rejecting_cache(Stored)  # idempotent
+    fixes.failure_rejecting_cache(Stored)
+    fixes.failure_rejecting_cache(Stored)  # idempotent
     assert Stored()._lookup("a") is None and Stored()._lookup("b") == "B" and Stored()._lookup("c") is None
 
 
@@ -114,7 +114,7 @@ def test_the_frame_list_probe_notice_is_collapsed_into_one_line(monkeypatch):
     import sys
     import types
 
-    from lmms_eval_plugins import lmms_eval_fixes as fixes
+    from lmms_eval_plugins.compat import fixes
 
     lines: list[str] = []
     logger = types.SimpleNamespace(warning=lambda m, *a, **k: lines.append(m), info=lambda m: lines.append("info " + m))
@@ -141,6 +141,6 @@ def test_lmms_eval_qwen2_5_vl_chat_logs_the_notice_we_collapse():
 
     from lmms_eval.models.chat import qwen2_5_vl
 
-    from lmms_eval_plugins.lmms_eval_fixes import PROBE_NOTICE
+    from lmms_eval_plugins.compat.fixes import PROBE_NOTICE
 
     assert PROBE_NOTICE in inspect.getsource(qwen2_5_vl)  # if lmms-eval rewords it, the collapse must follow

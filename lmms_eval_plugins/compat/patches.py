@@ -1,0 +1,213 @@
+"""Hooks around an lmms-eval run (entries ``task-folders``, ``console-table``, ``evaluate-hook``,
+``results-hook`` and ``error-bars`` of :data:`lmms_eval_plugins.compat.ENTRIES`).
+
+Each installer is idempotent and is called by :func:`lmms_eval_plugins.compat.install` only after the
+entry's check passed; each wrapper carries ``compat.MARK`` and ``__wrapped__`` (the original).
+
+- ``task-folders``: lmms-eval 0.7.3 reads task folders only from its own ``tasks/`` and
+  ``--include_path`` (docs/upstream/README.md), so every ``TaskManager`` gets our folders appended. It
+  indexes its own folder first and keeps the first definition of a name: a built-in task wins a name
+  clash. ``LMMS_EVAL_PLUGINS_NO_TASK_HOOK=1`` stops the appending (then use ``--include_path``).
+  Building a ``TaskManager`` also installs the TASKS-phase entries (their modules import
+  ``lmms_eval.models``, which is still being imported when our entry point runs) and rebinds the
+  console table's name in the modules that imported it before we wrapped it.
+- ``console-table``: our breakdowns are dict-valued metrics, complete in the results JSON; in the
+  console they show as ``{6 entries, see results JSON}`` (``LMMS_EVAL_PLUGINS_FULL_TABLE=1``: in
+  full), and a run with unscored samples ends with the command that finishes them.
+- ``evaluate-hook``: notes ``--predict_only`` for the judge runtime and ends a run stopped by a
+  plugin error with a short block (``run_status``).
+- ``results-hook``: software versions and judge accounting go into the results JSON.
+- ``error-bars``: ``<metric>_stderr`` of our tasks (:func:`lmms_eval_plugins.errorbars.fill_stderrs`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from lmms_eval_plugins.compat import MARK
+
+RESULTS_KEY = "lmms_eval_plugins_judges"
+TASK_HOOK_OFF_ENV = "LMMS_EVAL_PLUGINS_NO_TASK_HOOK"
+FULL_TABLE_ENV = "LMMS_EVAL_PLUGINS_FULL_TABLE"
+
+
+def _switched_on(switch: str) -> bool:
+    return os.environ.get(switch, "") not in ("", "0")
+
+
+def _mark(wrapper: Any, original: Any) -> Any:
+    setattr(wrapper, MARK, True)
+    wrapper.__wrapped__ = original
+    return wrapper
+
+
+def install_task_hook() -> bool:
+    """Patch ``TaskManager.initialize_tasks`` so the installed benchmarks' folders are always indexed
+    (unless switched off when the manager is built; the TASKS-phase entries install either way)."""
+    from lmms_eval.tasks import TaskManager
+
+    original = TaskManager.initialize_tasks
+    if getattr(original, MARK, False):
+        return True
+
+    def initialize_tasks(self, include_path=None, include_defaults=True):
+        from lmms_eval_plugins import compat
+        from lmms_eval_plugins.discovery import with_plugin_tasks
+
+        compat.install_all(compat.TASKS)
+        rebind_table_hook()
+        if not _switched_on(TASK_HOOK_OFF_ENV):
+            include_path = with_plugin_tasks(include_path)
+        return original(self, include_path=include_path, include_defaults=include_defaults)
+
+    TaskManager.initialize_tasks = _mark(initialize_tasks, original)
+    return True
+
+
+_final_block: list[str] = []  # the unscored block of this process's last results table
+
+
+def install_table_hook() -> bool:
+    """Wrap lmms-eval's ``make_table``: shorten dict metrics, and end the run's output with the
+    unscored-samples block. Only the display changes."""
+    import lmms_eval.utils as lmms_utils
+
+    from lmms_eval_plugins.console import compact_container_values, unscored_block
+
+    original = lmms_utils.make_table
+    if getattr(original, MARK, False):
+        return True
+    compact = not _switched_on(FULL_TABLE_ENV)
+
+    def make_table(result_dict, column: str = "results", sort_results: bool = False):
+        table = original(compact_container_values(result_dict) if compact else result_dict, column, sort_results)
+        if column == "results":
+            # printed when the process exits, so it is the last thing on the console, after every table
+            block = unscored_block(result_dict, sys.argv)
+            if block and not _final_block:
+                atexit.register(lambda: _final_block and print(_final_block[0], flush=True))
+            _final_block[:] = [block] if block else []
+        return table
+
+    lmms_utils.make_table = _mark(make_table, original)
+    return True
+
+
+def rebind_table_hook() -> None:
+    """``lmms_eval.evaluator`` and lmms-eval's ``__main__`` imported ``make_table`` by name before our
+    entry point ran: point those names at the wrapped function too."""
+    import lmms_eval.utils as lmms_utils
+
+    wrapped = lmms_utils.make_table
+    original = getattr(wrapped, "__wrapped__", None) if getattr(wrapped, MARK, False) else None
+    if original is None:
+        return
+    for name in ("lmms_eval.evaluator", "lmms_eval.__main__", "__main__"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "make_table", None) is original:
+            module.make_table = wrapped
+
+
+def _print_last(block: str) -> None:
+    sys.stderr.flush()
+    print(block, flush=True)
+
+
+def install_evaluate_hook() -> bool:
+    """Under ``--predict_only`` our judge filters make no calls (``lmms-eval-plugins score`` judges later);
+    a plugin error that stops the evaluation ends the output with a short block (``run_status``).
+
+    lmms-eval keeps filters in that mode but builds them inside ``simple_evaluate``, which is the
+    first place that knows the flag; we note it there for the judge runtime.
+    """
+    import lmms_eval.evaluator as evaluator
+
+    original = evaluator.simple_evaluate
+    if getattr(original, MARK, False):
+        return True
+
+    @functools.wraps(original)
+    def simple_evaluate(*args, **kwargs):
+        from lmms_eval_plugins import run_status
+        from lmms_eval_plugins.judges.runtime import (
+            lmms_eval_output_path,
+            set_judging_deferred,
+        )
+
+        set_judging_deferred(bool(kwargs.get("predict_only")))
+        output_path = lmms_eval_output_path(sys.argv)
+        try:
+            result = original(*args, **kwargs)
+        except Exception as exc:
+            error = run_status.plugin_error_in(exc)
+            if error is None:
+                raise
+            run_status.record_failure(output_path, error)
+            block = run_status.stopped_block(error, output_path)
+            atexit.register(_print_last, block)
+            # lmms-eval prints the traceback of what reaches it: ours alone, not tenacity's RetryError chain
+            raise error.with_traceback(None) from None
+        run_status.clear_failure(output_path)
+        return result
+
+    evaluator.simple_evaluate = _mark(simple_evaluate, original)
+    return True
+
+
+def install_results_hook() -> bool:
+    """Keep the software versions (``lmms_eval_plugins_versions``) and each run's judge accounting with its
+    results: in the results JSON (``lmms_eval_plugins_judges``) and as ``judge_report_<run date>.json``
+    beside it (the live ``judge_report.json`` is overwritten by the next run)."""
+    from lmms_eval.loggers.evaluation_tracker import EvaluationTracker
+
+    original = EvaluationTracker.save_results_aggregated
+    if getattr(original, MARK, False):
+        return True
+
+    @functools.wraps(original)
+    def save_results_aggregated(self, results=None, samples=None, datetime_str=None, *args, **kwargs):
+        from lmms_eval_plugins import provenance
+        from lmms_eval_plugins.judges.runtime import accounting_reports
+
+        if isinstance(results, dict):
+            results[provenance.RESULTS_KEY] = provenance.software_versions()
+        reports = accounting_reports()
+        if reports and isinstance(results, dict):
+            results[RESULTS_KEY] = reports
+            try:
+                folder = Path(self.output_path or Path.cwd()) / self.general_config_tracker.model_name_sanitized
+                folder.mkdir(parents=True, exist_ok=True)
+                for i, report in enumerate(reports):
+                    suffix = f".{i}" if i else ""
+                    (folder / f"judge_report_{datetime_str}{suffix}.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+            except (OSError, AttributeError, TypeError) as exc:  # the results themselves must still be saved
+                logging.getLogger(__name__).warning(f"judge accounting not written beside the results: {exc}")
+        return original(self, results, samples, datetime_str, *args, **kwargs)
+
+    EvaluationTracker.save_results_aggregated = _mark(save_results_aggregated, original)
+    return True
+
+
+def install_stderr_hook() -> bool:
+    """Wrap ``TaskOutput.calculate_aggregate_metric`` so our tasks' error bars fill in."""
+    from lmms_eval.evaluator_utils import TaskOutput
+
+    original = TaskOutput.calculate_aggregate_metric
+    if getattr(original, MARK, False):
+        return True
+
+    def calculate_aggregate_metric(self, bootstrap_iters=100000):
+        from lmms_eval_plugins.errorbars import fill_stderrs
+
+        original(self, bootstrap_iters=bootstrap_iters)
+        fill_stderrs(self, bootstrap_iters)
+
+    TaskOutput.calculate_aggregate_metric = _mark(calculate_aggregate_metric, original)
+    return True
