@@ -9,6 +9,8 @@ Nothing here does I/O except reading the prompt files shipped in ``prompts/``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import unicodedata
 from abc import ABC, abstractmethod
@@ -276,6 +278,27 @@ def data_block(fields: Sequence[tuple[str, str]]) -> str:
         parts.append(neutralise(value))
         parts.append(DELIM_CLOSE.format(name=name))
     return "\n".join(parts)
+
+
+NONCE_HEX = 12  # 48 bits
+
+
+def verdict_nonce(item: JudgeItem) -> str:
+    """The per-request nonce of the verdict tags (``<score-NONCE>``): hex of a SHA-256 over the item.
+
+    Derived from the request's content, not drawn at random, so that the request (and its cache key)
+    is reproducible and a cached reply re-parses; the judged text cannot hold its own request's
+    nonce, since that would need a fixed point of SHA-256.  Parsers also refuse a verdict block
+    that occurs in the judged text (:func:`quoted_from`)."""
+    payload = [item.question, item.reference, list(item.scoring_points or ()), item.prediction]
+    digest = hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
+    return digest[:NONCE_HEX]
+
+
+def quoted_from(block: str, item: JudgeItem) -> bool:
+    """The verdict block ``block`` also occurs in the judged text: the judge may be quoting it."""
+    block = block.strip()
+    return bool(block) and (block in item.prediction or block in strip_think(item.prediction))
 
 
 def load_prompt(name: str) -> str:

@@ -16,11 +16,16 @@ fatal.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import hmac
 import json
 import math
 import os
+import secrets
 import sqlite3
+import stat
+import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,7 +38,9 @@ from loguru import logger
 from .base import Judge, JudgeItem, ReplyParseError
 
 ENV_CACHE = "LMMS_EVAL_PLUGINS_JUDGE_CACHE"
+ENV_CACHE_SECRET = "LMMS_EVAL_PLUGINS_JUDGE_CACHE_SECRET"
 DEFAULT_CACHE = Path("~/.cache/lmms_eval_plugins/judge_cache.sqlite3")
+SECRET_FILE = "judge_cache.secret"  # under settings.cache_root(), never next to a cache that gets copied
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS verdicts (
@@ -47,7 +54,8 @@ CREATE TABLE IF NOT EXISTS verdicts (
     reply TEXT NOT NULL,
     tokens_in INTEGER NOT NULL DEFAULT 0,
     tokens_out INTEGER NOT NULL DEFAULT 0,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    mac TEXT NOT NULL DEFAULT ''
 )
 """
 _COLUMNS = ("key", "judge", "judge_version", "model", "endpoint", "score", "detail", "reply", "tokens_in", "tokens_out")
@@ -72,6 +80,89 @@ def _is_corrupt(exc: BaseException) -> bool:
 
 class BadCacheRow(ValueError):
     """A cached verdict row that fails validation (it is ignored and the sample judged again)."""
+
+
+class CacheSecretError(OSError):
+    """The per-user secret that signs cache rows cannot be read or created (the run judges without the cache)."""
+
+
+# ---- row signatures ----------------------------------------------------------------------------
+# Each row carries an HMAC-SHA256 over its content under a per-user secret kept outside the cache
+# (settings.cache_root()/judge_cache.secret, mode 0600): a row edited by hand, or copied from a cache
+# signed with another secret, fails the check and is asked again.  `judge-cache merge` re-signs rows
+# from another machine's cache after checking them with that machine's secret.
+
+
+def secret_path(env: Mapping[str, str] | None = None) -> Path:
+    """``LMMS_EVAL_PLUGINS_JUDGE_CACHE_SECRET``, else ``judge_cache.secret`` under the plugin's cache root."""
+    from lmms_eval_plugins.settings import cache_root
+
+    env = os.environ if env is None else env
+    value = env.get(ENV_CACHE_SECRET)
+    return Path(value).expanduser() if value else cache_root() / SECRET_FILE
+
+
+def _read_secret(path: Path) -> bytes:
+    try:
+        mode = os.stat(path).st_mode
+        if mode & 0o077:  # readable by others: anyone who can read it can forge rows
+            os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+            logger.warning(f"judge cache secret {path} was readable by other users; set its mode to 0600")
+        text = path.read_text(encoding="ascii").strip()
+        secret = bytes.fromhex(text)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CacheSecretError(
+            f"the judge cache secret {path} is unreadable ({exc}); delete it to make a new one (the cached verdicts "
+            "are then asked again)"
+        ) from None
+    if len(secret) < 16:
+        raise CacheSecretError(f"the judge cache secret {path} holds {len(secret)} bytes, fewer than 16; delete it to make a new one")
+    return secret
+
+
+def load_secret(path: Path | None = None, *, create: bool = True) -> bytes:
+    """The secret in ``path`` (default :func:`secret_path`), created (32 random bytes, hex, mode 0600)
+    when missing and ``create``.  Creation is atomic: concurrent processes end up with one secret."""
+    path = secret_path() if path is None else Path(path)
+    if path.exists() or not create:
+        return _read_secret(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(secrets.token_hex(32) + "\n")
+        try:
+            os.link(tmp, path)  # fails if another process made it first: then theirs is used
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+    except OSError as exc:
+        raise CacheSecretError(f"could not create the judge cache secret {path} ({exc})") from None
+    return _read_secret(path)
+
+
+def row_mac(secret: bytes, raw: Mapping[str, Any]) -> str:
+    """HMAC-SHA256 (hex) of a row's stored columns (``_COLUMNS``, as stored: detail as its JSON text)."""
+    values = [raw[name] for name in _COLUMNS]
+    blob = json.dumps(values, ensure_ascii=False, separators=(",", ":"))
+    return hmac.new(secret, blob.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def mac_problem(secret: bytes, raw: Mapping[str, Any]) -> str | None:
+    """Why the row's signature does not hold (None when it does)."""
+    mac = raw.get("mac")
+    if not isinstance(mac, str) or not mac:
+        return "it is not signed (written by an older version, or by hand)"
+    try:
+        expected = row_mac(secret, raw)
+    except (TypeError, ValueError):
+        return "its columns cannot be signed"
+    if not hmac.compare_digest(mac, expected):
+        return ("its HMAC does not match its content (edited by hand, or copied from a cache signed with another "
+                "secret: use `lmms-eval-plugins judge-cache merge`)")
+    return None
 
 
 def validate_row(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -192,8 +283,9 @@ def verdict_key(
 class VerdictCache:
     """Process-safe verdict store.  Open one per process (it reopens itself after a fork)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, secret: bytes | None = None) -> None:
         self.path = Path(path).expanduser()
+        self._secret = secret  # read (or created) on first use when not given
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid: int | None = None
@@ -232,6 +324,8 @@ class VerdictCache:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(_SCHEMA)
             present = {row[1] for row in conn.execute("PRAGMA table_info(verdicts)")}
+            if "mac" not in present:  # a cache from before signatures: its rows are unsigned, so asked again
+                conn.execute("ALTER TABLE verdicts ADD COLUMN mac TEXT NOT NULL DEFAULT ''")
             missing = [c for c in _COLUMNS if c not in present]
             if missing:
                 raise CorruptCacheError(f"its verdicts table lacks the column(s) {', '.join(missing)}")
@@ -323,6 +417,12 @@ class VerdictCache:
                 self._conn.close()
             self._conn = None
 
+    @property
+    def secret(self) -> bytes:
+        if self._secret is None:
+            self._secret = load_secret()
+        return self._secret
+
     # -- reads --------------------------------------------------------------------------------
     def get_many(self, keys: Iterable[str], *, rejected: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
         """The valid rows (see :func:`validate_row`) for ``keys``, by key.
@@ -333,6 +433,7 @@ class VerdictCache:
         keys = list(dict.fromkeys(keys))
         found: dict[str, dict[str, Any]] = {}
         bad: dict[str, str] = {} if rejected is None else rejected
+        secret = self.secret
         with self._lock:
             if self.bypassed is not None:
                 return found
@@ -341,13 +442,19 @@ class VerdictCache:
                 for start in range(0, len(keys), 500):
                     chunk = keys[start : start + 500]
                     marks = ",".join("?" * len(chunk))
-                    cur = conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM verdicts WHERE key IN ({marks})", chunk)
+                    cur = conn.execute(f"SELECT {', '.join(_COLUMNS)}, mac FROM verdicts WHERE key IN ({marks})", chunk)
                     for values in cur.fetchall():
-                        raw = dict(zip(_COLUMNS, values))
+                        raw = dict(zip((*_COLUMNS, "mac"), values))
                         try:
-                            found[raw["key"]] = validate_row(raw)
+                            row = validate_row(raw)
                         except BadCacheRow as exc:
                             bad[raw["key"]] = str(exc)
+                            continue
+                        problem = mac_problem(secret, raw)
+                        if problem is not None:
+                            bad[raw["key"]] = problem
+                        else:
+                            found[raw["key"]] = row
             except sqlite3.DatabaseError as exc:
                 if not _is_corrupt(exc):
                     raise
@@ -390,7 +497,7 @@ class VerdictCache:
         tokens_in: int = 0,
         tokens_out: int = 0,
     ) -> None:
-        row = (
+        values = (
             key,
             judge,
             version,
@@ -401,12 +508,13 @@ class VerdictCache:
             reply,
             int(tokens_in),
             int(tokens_out),
-            time.time(),
         )
+        mac = row_mac(self.secret, dict(zip(_COLUMNS, values)))
+        row = (*values, time.time(), mac)
         with self._lock:
             if self.bypassed is not None:
                 return
-            insert = f"INSERT OR REPLACE INTO verdicts ({', '.join(_COLUMNS)}, created) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+            insert = f"INSERT OR REPLACE INTO verdicts ({', '.join(_COLUMNS)}, created, mac) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
             try:
                 # autocommit mode: each statement is its own transaction, durable once it returns
                 self._connect().execute(insert, row)
@@ -415,3 +523,80 @@ class VerdictCache:
                     raise
                 if self._recover(exc):
                     self._connect().execute(insert, row)
+
+
+# ---- merging caches from other machines --------------------------------------------------------
+
+
+def merge_cache(source: str | os.PathLike[str], into: VerdictCache, source_secret: bytes) -> dict[str, int]:
+    """Copy the rows of the cache file ``source`` into ``into``, re-signed with ``into``'s secret.
+
+    A row is copied only when it passes :func:`validate_row` and its HMAC holds under
+    ``source_secret`` (the secret of the machine that wrote it); rows already in ``into`` are kept.
+    Returns the counts ``merged``, ``present``, ``bad_mac`` and ``invalid``."""
+    counts = {"merged": 0, "present": 0, "bad_mac": 0, "invalid": 0}
+    path = Path(source).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"no judge cache at {path}")
+    conn = sqlite3.connect(str(path), timeout=60.0)
+    try:
+        present = {row[1] for row in conn.execute("PRAGMA table_info(verdicts)")}
+        missing = [c for c in (*_COLUMNS, "mac") if c not in present]
+        if missing:
+            raise CorruptCacheError(f"{path} is not a signed judge cache (its verdicts table lacks {', '.join(missing)})")
+        rows = conn.execute(f"SELECT {', '.join(_COLUMNS)}, mac FROM verdicts").fetchall()
+    finally:
+        conn.close()
+    existing = set(into.get_many((row[0] for row in rows), rejected={}))  # valid, signed rows of the destination
+    for values in rows:
+        raw = dict(zip((*_COLUMNS, "mac"), values))
+        try:
+            row = validate_row(raw)
+        except BadCacheRow:
+            counts["invalid"] += 1
+            continue
+        if mac_problem(source_secret, raw) is not None:
+            counts["bad_mac"] += 1
+            continue
+        if raw["key"] in existing:
+            counts["present"] += 1
+            continue
+        into.put(
+            raw["key"], judge=row["judge"], version=row["version"], model=row["model"], endpoint=row["endpoint"],
+            score=row["score"], detail=row["detail"], reply=row["reply"], tokens_in=row["tokens_in"], tokens_out=row["tokens_out"],
+        )
+        counts["merged"] += 1
+    return counts
+
+
+def cli_main(argv: Sequence[str] | None = None) -> int:
+    """``lmms-eval-plugins judge-cache merge SRC [--into CACHE] [--secret FILE]``."""
+    parser = argparse.ArgumentParser(
+        prog="lmms-eval-plugins judge-cache",
+        description="Manage the judge verdict cache. Rows are signed with a per-user secret; "
+        "`merge` copies rows from another machine's cache after checking their signatures.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    merge = sub.add_parser("merge", help="copy verified rows of another cache into this one")
+    merge.add_argument("source", help="the other cache file (judge_cache.sqlite3 copied from the other machine)")
+    merge.add_argument("--into", default=None, help=f"the cache to merge into (default: ${ENV_CACHE} or {DEFAULT_CACHE})")
+    merge.add_argument(
+        "--secret", default=None,
+        help="the secret file of the machine that wrote SOURCE (its ~/.cache/lmms_eval_plugins/judge_cache.secret); "
+        "default: this user's, for machines that share it",
+    )
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    into = VerdictCache(args.into or default_cache_path())
+    try:
+        source_secret = load_secret(Path(args.secret).expanduser(), create=False) if args.secret else into.secret
+        counts = merge_cache(args.source, into, source_secret)
+    except (OSError, sqlite3.Error) as exc:
+        print(f"lmms-eval-plugins judge-cache merge: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        into.close()
+    print(
+        f"merged {counts['merged']} verdict(s) from {args.source} into {into.path}; {counts['present']} already present; "
+        f"dropped {counts['bad_mac']} whose HMAC does not match under the source's secret and {counts['invalid']} invalid"
+    )
+    return 0

@@ -30,14 +30,18 @@ from .base import (
     Verdict,
     data_block,
     load_prompt,
+    quoted_from,
     strip_think,
+    verdict_nonce,
 )
 
 # The reply format the official prompt asks for: one <score>...</score> block holding the JSON object.
 # Tag variants (case, inner spaces) are only recognised so that a second block, in any spelling, is
 # refused; the one block must be spelled exactly <score>...</score>, as the official scorer reads it.
-_SCORE_OPEN = re.compile(r"<\s*score\s*>", re.IGNORECASE)
-_SCORE_CLOSE = re.compile(r"<\s*/\s*score\s*>", re.IGNORECASE)
+# The LLM judge asks for the tags of its request's nonce, <score-NONCE>...</score-NONCE> (base.verdict_nonce);
+# every score-like tag, with or without a suffix, counts towards "exactly one block".
+_SCORE_OPEN = re.compile(r"<\s*score(?:-[0-9a-z]*)?\s*>", re.IGNORECASE)
+_SCORE_CLOSE = re.compile(r"<\s*/\s*score(?:-[0-9a-z]*)?\s*>", re.IGNORECASE)
 _RUBRIC_KEYS = ("coverage", "correctness")
 
 
@@ -73,19 +77,25 @@ def _loads_strict(text: str) -> Any:
         raise ReplyParseError("the <score> block nests too deeply to be the verdict") from None
 
 
-def _first_score_block(reply: str) -> str | None:
+def _first_score_block(reply: str, tag: str = "score") -> str | None:
     r"""The official ``extract(response, "score")``, ``re.search(r"<score>\s*(.*?)\s*</score>", DOTALL)``
     then ``strip()``, in linear time: the text between the first ``<score>`` and the first ``</score>``
     after it (no later ``<score>`` can have a ``</score>`` after it when the first has none)."""
-    start = reply.find("<score>")
+    opening, closing = f"<{tag}>", f"</{tag}>"
+    start = reply.find(opening)
     if start < 0:
         return None
-    end = reply.find("</score>", start + len("<score>"))
-    return None if end < 0 else reply[start + len("<score>"):end].strip()
+    end = reply.find(closing, start + len(opening))
+    return None if end < 0 else reply[start + len(opening):end].strip()
 
 
-def parse_rubric_reply(reply: str, n_points: int, *, first_block: bool = False) -> tuple[list[int], list[int]]:
+def parse_rubric_reply(
+    reply: str, n_points: int, *, first_block: bool = False, tag: str = "score", judged: JudgeItem | None = None
+) -> tuple[list[int], list[int]]:
     """(coverage, correctness) as 0/1 lists from the judge's one ``<score>`` block.
+
+    ``tag`` is the tag name the request asked for (the LLM judge passes ``score-NONCE``); with
+    ``judged``, a verdict block that also occurs in the judged text is refused (a quote, not a verdict).
 
     ``first_block=True`` reads the reply as the official scorer does: the first ``<score>...</score>``
     (exact lowercase tags, ``<think>`` not removed, any later block ignored) parsed by ``json.loads``
@@ -103,10 +113,16 @@ def parse_rubric_reply(reply: str, n_points: int, *, first_block: bool = False) 
     ``<think>`` blocks, every reply accepted here gives the same lists there.  Two blocks are refused
     here where the official scorer would take the first.
     """
+    shown = f"<{tag}>...</{tag}>"
     if first_block:
-        block = _first_score_block(reply or "")
+        block = _first_score_block(reply or "", tag)
+        if block is None and tag != "score" and f"<{tag}>" not in (reply or ""):
+            tag, shown = "score", "<score>...</score>"  # a judge that kept the official tags: read them as it does
+            block = _first_score_block(reply or "", tag)
         if block is None:
-            raise ReplyParseError("no <score>...</score> block in the reply")
+            raise ReplyParseError(f"no {shown} block in the reply")
+        if judged is not None and quoted_from(f"<{tag}>{block}</{tag}>", judged):
+            raise ReplyParseError(f"the {shown} block is quoted from the judged text")
         try:
             data = json.loads(block)
         except json.JSONDecodeError as exc:
@@ -119,15 +135,17 @@ def parse_rubric_reply(reply: str, n_points: int, *, first_block: bool = False) 
     text = strip_think(reply)
     opens, closes = list(_SCORE_OPEN.finditer(text)), list(_SCORE_CLOSE.finditer(text))
     if not opens and not closes:
-        raise ReplyParseError("no <score>...</score> block in the reply")
+        raise ReplyParseError(f"no {shown} block in the reply")
     if len(opens) != 1 or len(closes) != 1:
         raise ReplyParseError(
-            f"the reply must hold exactly one <score>...</score> block, it has {len(opens)} <score> and "
-            f"{len(closes)} </score> tags"
+            f"the reply must hold exactly one <score>...</score> block, spelled {shown}; it has {len(opens)} <score...> and "
+            f"{len(closes)} </score...> tags"
         )
     start, end = opens[0], closes[0]
-    if start.group(0) != "<score>" or end.group(0) != "</score>" or end.start() < start.end():
-        raise ReplyParseError("the verdict must be wrapped as <score>...</score> (lowercase, in that order)")
+    if start.group(0) != f"<{tag}>" or end.group(0) != f"</{tag}>" or end.start() < start.end():
+        raise ReplyParseError(f"no {shown} block in the reply (the verdict must be wrapped exactly so: this request's tag, lowercase, in that order)")
+    if judged is not None and quoted_from(text[start.start() : end.end()], judged):
+        raise ReplyParseError(f"the {shown} block is quoted from the judged text")
     data = _loads_strict(text[start.end() : end.start()].strip())
     if not isinstance(data, dict) or sorted(data) != sorted(_RUBRIC_KEYS):
         got = sorted(data) if isinstance(data, dict) else type(data).__name__
@@ -199,19 +217,29 @@ class RubricJudge(LLMJudge):
             ]
         )
         user += f"\n\nNumber of scoring points: {len(item.scoring_points or ())}."
+        # per-item content last, so the static system message stays a cacheable prefix
+        tag = self.score_tag(item)
+        user += f"\nWrap the json output within <{tag}></{tag}> tags (in place of <score></score>)."
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
 
     def parse_reply(self, reply: str, item: JudgeItem) -> Verdict:
         # extra {"score_block": "first"}: a task's strict mode reads the reply as the official scorer
         coverage, correctness = parse_rubric_reply(reply, len(item.scoring_points or ()),
-                                                   first_block=(item.extra or {}).get("score_block") == "first")
+                                                   first_block=(item.extra or {}).get("score_block") == "first",
+                                                   tag=self.score_tag(item), judged=item)
         return rubric_verdict(coverage, correctness)
+
+    @staticmethod
+    def score_tag(item: JudgeItem) -> str:
+        """The verdict tag name of this item's request: ``score-NONCE``."""
+        return f"score-{verdict_nonce(item)}"
 
     def reask_message(self, item: JudgeItem, error: str) -> str:
         n = len(item.scoring_points or ())
+        tag = self.score_tag(item)
         return (
             f"Your reply could not be read ({error}). Reply again with only "
-            f'<score>{{"coverage": [...], "correctness": [...]}}</score>, each list holding exactly {n} '
+            f'<{tag}>{{"coverage": [...], "correctness": [...]}}</{tag}>, each list holding exactly {n} '
             "true/false values, one per scoring point in order."
         )
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import base64
 import concurrent.futures
 import email.utils
 import json
@@ -34,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
 
 from loguru import logger
 
@@ -72,6 +73,10 @@ ENV_RETRY_MAX = "LMMS_EVAL_PLUGINS_JUDGE_RETRY_MAX"
 ENV_REPORT = "LMMS_EVAL_PLUGINS_JUDGE_REPORT"
 ENV_MAX_ERROR_RATE = "LMMS_EVAL_PLUGINS_JUDGE_MAX_ERROR_RATE"
 ENV_SAMPLING = "LMMS_EVAL_PLUGINS_JUDGE_SAMPLING"
+ENV_DEADLINE = "LMMS_EVAL_PLUGINS_JUDGE_DEADLINE"
+ENV_MAX_REPLY_BYTES = "LMMS_EVAL_PLUGINS_JUDGE_MAX_REPLY_BYTES"
+# More tokens than any one chat completion reports: a larger (or negative) usage count is not believed.
+MAX_USAGE_TOKENS = 100_000_000
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MAX_ERROR_RATE = 0.05
 
@@ -125,7 +130,7 @@ class Endpoint:
     source: str = ""  # the variable the URL came from (ENV_API_KEY: the OpenAI default), "" if given directly
 
     def __post_init__(self) -> None:
-        reject_url_credentials(self.base_url, self.source or "the judge endpoint")
+        reject_url_credentials(self.base_url, self.source or "the judge endpoint", self.api_key)
 
     def __repr__(self) -> str:  # pragma: no cover - trivial
         return f"Endpoint(base_url={sanitise_endpoint(self.base_url)!r}, api_key=***, source={self.source!r})"
@@ -153,9 +158,31 @@ def _set(env: Mapping[str, str], name: str) -> str:
     return (env.get(name) or "").strip()
 
 
-def reject_url_credentials(url: str, source: str) -> None:
-    """Refuse a URL that carries ``user:password@``: the client would send it as Basic auth, and the
-    URL is shown and stored in places a key must never reach. The message names only the host."""
+# Query parameters that carry a credential (compared lower-case, with "-" read as "_").
+_CREDENTIAL_PARAMS = frozenset((
+    "key", "api_key", "apikey", "token", "access_token", "auth", "auth_token", "secret", "client_secret",
+    "password", "pass", "sig", "signature", "code",
+))
+
+
+def credential_query_params(url: str, key: str | None = None) -> list[str]:
+    """Names of the query parameters of ``url`` that look like credentials, or whose value is ``key``."""
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        query = url.partition("?")[2]
+    found = []
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        norm = name.strip().lower().replace("-", "_")
+        if norm in _CREDENTIAL_PARAMS or norm.endswith(("_key", "_token", "_secret")) or (key and len(key) >= 4 and key in value):
+            found.append(name)
+    return found
+
+
+def reject_url_credentials(url: str, source: str, key: str | None = None) -> None:
+    """Refuse a URL that carries ``user:password@`` (the client would send it as Basic auth) or a
+    credential in its query string (``?api_key=...``): the URL is shown and stored in places a key must
+    never reach. The message names only the host and the parameter names."""
     try:
         parts = urlsplit(url)
         has_credentials = parts.username is not None or parts.password is not None
@@ -165,6 +192,13 @@ def reject_url_credentials(url: str, source: str) -> None:
         raise JudgeConfigError(
             f"{source} holds credentials (user:password@ before {endpoint_host(url)}); the judge never sends a URL's "
             f"credentials: put the key in {ENV_API_KEY} and give the URL without them"
+        )
+    params = credential_query_params(url, key)
+    if params:
+        raise JudgeConfigError(
+            f"{source} holds a credential in its query string (parameter(s) {', '.join(sorted(set(params)))} of "
+            f"{endpoint_host(url)}); the judge never sends a key in a URL: put the key in {ENV_API_KEY} and give the "
+            "URL without it"
         )
 
 
@@ -262,8 +296,8 @@ def announce_judge(judge_name: str, version: str | None, model: str | None, endp
     return True
 
 
-# Set for the process while lmms-eval runs with --predict_only (lmms_eval_plugins.discovery installs the
-# hook): judge filters then make no calls and need no endpoint; `lmms-eval-plugins score` judges later.
+# Set for the process while lmms-eval runs with --predict_only (compat entry evaluate-hook sets it from the
+# flag): judge filters then make no calls and need no endpoint; `lmms-eval-plugins score` judges later.
 _judging_deferred = False
 
 
@@ -318,6 +352,8 @@ class RuntimeSettings:
     retry_max: float = 60.0  # cap of the backoff delay
     max_retry_after: float = 120.0  # cap of a server's Retry-After
     max_reask: int | None = None  # re-asks after an unparseable reply (None: the judge's own)
+    deadline: float | None = None  # seconds for one whole HTTP exchange, however the bytes trickle (None: timeout)
+    max_reply_bytes: int = 65536  # a longer reply is a judge error, never parsed or cached
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> RuntimeSettings:
@@ -328,9 +364,16 @@ class RuntimeSettings:
             "max_attempts": _num(env, ENV_MAX_ATTEMPTS, cls.max_attempts, int, 1),
             "retry_base": _num(env, ENV_RETRY_BASE, cls.retry_base),
             "retry_max": _num(env, ENV_RETRY_MAX, cls.retry_max),
+            "deadline": _num(env, ENV_DEADLINE, None, float, 0.001),
+            "max_reply_bytes": _num(env, ENV_MAX_REPLY_BYTES, cls.max_reply_bytes, int, 1),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+    @property
+    def total_deadline(self) -> float:
+        """Seconds one HTTP exchange may take in all (the client's timeout is per socket read)."""
+        return self.timeout if self.deadline is None else self.deadline
 
     def backoff(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
         """Delay before retry number ``attempt + 1`` (attempt counts from 0)."""
@@ -382,6 +425,7 @@ class Stats:
     skipped: int = 0  # nothing to judge (item_fn returned None)
     empty_predictions: int = 0  # empty answers scored 0 without a call
     offline_verdicts: int = 0
+    usage_ignored: int = 0  # replies whose token counts were negative or absurd (counted as 0)
 
     def add(self, other: Stats) -> None:
         for name in self.__dataclass_fields__:
@@ -435,22 +479,48 @@ class Accounting:
 # ---- redaction ---------------------------------------------------------------------------------
 
 
+def _base64_cores(secret: bytes) -> list[str]:
+    """The base64 text that ``secret`` becomes wherever it sits in an encoded byte string: for each of
+    the three alignments, the characters that depend on the secret's bytes alone (standard alphabet)."""
+    cores = []
+    for shift in range(3):
+        encoded = base64.b64encode(b"\0" * shift + secret).decode("ascii")
+        first = (shift * 8 + 5) // 6  # characters that still hold bits of the bytes before the secret
+        last = (shift + len(secret)) * 8 // 6  # characters made of whole secret bits
+        cores.append(encoded[first:last])
+    return cores
+
+
+def encoded_forms(secret: str) -> set[str]:
+    """``secret`` as it may be echoed back: raw, URL-encoded (``%XX`` and ``+`` for space, either
+    hex case), and base64 at any alignment, standard or URL-safe, padded or not (the padding is not
+    part of what is matched)."""
+    forms = {secret, quote(secret, safe=""), quote_plus(secret, safe=""), quote(secret, safe="").lower()}
+    forms |= {quote(secret, safe="/:"), quote_plus(secret)}
+    for core in _base64_cores(secret.encode("utf-8")):
+        forms |= {core, core.translate(str.maketrans("+/", "-_"))}
+    return {f for f in forms if len(f) >= 4}
+
+
 class Redactor:
-    """Replaces every secret it has seen (API keys) with ``***`` in text leaving the runtime."""
+    """Replaces every secret it has seen (API keys), in the encoded forms of :func:`encoded_forms`,
+    with ``***`` in text leaving the runtime."""
 
     def __init__(self) -> None:
         self._secrets: set[str] = set()
+        self._forms: list[str] = []  # longest first: a form inside another is replaced after it
 
     def add(self, secret: str | None) -> None:
-        if secret and secret != "EMPTY" and len(secret) >= 4:
+        if secret and secret != "EMPTY" and len(secret) >= 4 and secret not in self._secrets:
             self._secrets.add(secret)
+            self._forms = sorted(set(self._forms) | encoded_forms(secret), key=len, reverse=True)
 
     def __call__(self, text: Any) -> Any:
         if not isinstance(text, str):
             return text
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, "***")
+        for form in self._forms:
+            if form in text:
+                text = text.replace(form, "***")
         return text
 
 
@@ -493,6 +563,7 @@ class JudgeRuntime:
         self._rng = random.Random(seed)
         self._rng_lock = threading.Lock()
         self._report_requests: set[str | None] = set()  # report_path arguments used so far
+        self._usage_noted = False
 
     @property
     def cache_path(self) -> Path:
@@ -676,6 +747,12 @@ class JudgeRuntime:
         return "\n".join(lines)
 
     # -- internals ----------------------------------------------------------------------------
+    def _note_usage(self, note: str) -> None:
+        """Warn once per runtime about a reply's unbelievable token counts (they count as 0)."""
+        if not self._usage_noted:
+            self._usage_noted = True
+            logger.warning(f"judge reply usage ignored: {note}; such counts are taken as 0 (counted in usage_ignored)")
+
     def _jitter_delay(self, settings: RuntimeSettings, attempt: int, retry_after: float | None) -> float:
         with self._rng_lock:
             return settings.backoff(attempt, retry_after, self._rng)
@@ -721,7 +798,8 @@ class JudgeRuntime:
             tokens_in += tin
             tokens_out += tout
             try:
-                verdict: Verdict = judge.parse_reply(reply, job.item)
+                # parsed as redacted (encoded forms too), so an error quoting a cut-off reply holds no key part
+                verdict: Verdict = judge.parse_reply(self.redact(reply), job.item)
             except ReplyParseError as exc:
                 last_problem = str(exc)
                 if round_ < max_reask:
@@ -760,11 +838,27 @@ class JudgeRuntime:
                 raise _CallFailed(f"not attempted: an earlier call failed for good ({fatal['reason']})", fatal=True)
             retry_after: float | None = None
             self.accounting.bump(judge, model, calls=1)
+            deadline = settings.total_deadline
             try:
-                response = await client.chat.completions.create(model=model, messages=messages, **judge.sampling)
-                reply, tin, tout = _read_completion(response)
+                # the client's timeout is per socket read: a judge trickling bytes would never trip it
+                response = await asyncio.wait_for(
+                    client.chat.completions.create(model=model, messages=messages, **judge.sampling), timeout=deadline
+                )
+                reply, tin, tout, usage_note = _read_completion(response)
+                if usage_note:
+                    self.accounting.bump(judge, model, usage_ignored=1)
+                    self._note_usage(usage_note)
                 self.accounting.bump(judge, model, tokens_in=tin, tokens_out=tout)
+                size = len(reply.encode("utf-8", "replace"))
+                if size > settings.max_reply_bytes:
+                    self.accounting.failed(judge, model, "reply too large")
+                    raise _CallFailed(
+                        f"the judge reply is {size} bytes, over {ENV_MAX_REPLY_BYTES}={settings.max_reply_bytes} "
+                        "(not retried, not cached)"
+                    )
                 return reply, tin, tout
+            except asyncio.TimeoutError:
+                last = kind = f"no complete reply within the {deadline:g} s deadline"
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 last = f"HTTP {status}: {_short(exc.message)}"
@@ -803,7 +897,22 @@ def _short(text: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _read_completion(response: Any) -> tuple[str, int, int]:
+def usage_count(value: Any) -> int | None:
+    """A token count from a reply's ``usage``: a whole number in [0, MAX_USAGE_TOKENS]; None for
+    anything else (negative, absurd, fractional, not a number), which the caller counts as 0."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        count = value
+    elif isinstance(value, float) and value.is_integer():
+        count = int(value)
+    else:
+        return None
+    return count if 0 <= count <= MAX_USAGE_TOKENS else None
+
+
+def _read_completion(response: Any) -> tuple[str, int, int, str]:
+    """(reply text, tokens in, tokens out, a note naming unbelievable usage counts or "")."""
     if isinstance(response, (str, bytes)):
         raise _MalformedResponse(f"body is not a chat completion: {_short(response, 80)!r}")
     try:
@@ -813,9 +922,14 @@ def _read_completion(response: Any) -> tuple[str, int, int]:
     if not isinstance(content, str):
         raise _MalformedResponse("choices[0].message.content is not text")
     usage = getattr(response, "usage", None)
-    tin = int(getattr(usage, "prompt_tokens", 0) or 0) if usage is not None else 0
-    tout = int(getattr(usage, "completion_tokens", 0) or 0) if usage is not None else 0
-    return content, tin, tout
+    counts, bad = [], []
+    for name in ("prompt_tokens", "completion_tokens"):
+        raw = getattr(usage, name, None) if usage is not None else None
+        count = 0 if raw is None else usage_count(raw)
+        if count is None:
+            bad.append(f"{name}={_short(repr(raw), 40)}")
+        counts.append(count or 0)
+    return content, counts[0], counts[1], ", ".join(bad)
 
 
 def _run_sync(factory: Any) -> Any:
@@ -838,7 +952,7 @@ _runtimes_pid = os.getpid()
 
 def accounting_reports() -> list[dict[str, Any]]:
     """This process's judge accounting (one entry per verdict cache that was used), redacted, for the
-    results JSON of the run (lmms_eval_plugins.discovery writes it there)."""
+    results JSON of the run (compat entry results-hook writes it there)."""
     with _runtimes_lock:
         runtimes = list(_runtimes.values())
     reports = []

@@ -8,14 +8,15 @@ has an entry in it.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
+from lmms_eval_plugins.data import parse_json
 from lmms_eval_plugins.logged_samples import read_samples, samples_path
 
 # No hub access during tests and demos; our tasks read bundled data.
@@ -98,5 +99,5 @@ def run_lmms_eval(*, tasks: Sequence[str] | str, model: str, output_dir: Path, m
         output = completed.stdout
     after = latest_results(output_dir)
     results_path = after if after is not None and after != before else None
-    results = json.loads(results_path.read_text()) if results_path else {}
+    results = parse_json(results_path.read_text(encoding="utf-8")) if results_path else {}
     return RunResult(command, completed.returncode, output, results_path, results)

@@ -24,11 +24,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lmms_eval_plugins import errorbars, stats
+from lmms_eval_plugins import errorbars, logged_samples, stats
 from lmms_eval_plugins.benchmark import Benchmark, Metric, benchmark_of_task
+from lmms_eval_plugins.errors import DataError
 from lmms_eval_plugins.outcome import is_unscored
 from lmms_eval_plugins.report import ReportInputError, Run, discover_runs, items_of
-
 
 JSON_KEYS = ("task", "metric", "a", "b", "diff", "ci_low", "ci_high", "p_value", "n")
 
@@ -96,6 +96,18 @@ def _one_run(path: Path) -> Run:
     return runs[0]
 
 
+def _refuse_duplicates(run: Run, task: str) -> None:
+    """A samples file logging a doc_id twice is bad input (exit 2), not a task left out: which line's item
+    would be paired is arbitrary (issue 27). Asked only of a file the report's reader already refused."""
+    path = run.tasks[task].samples_path
+    try:
+        logged_samples.read_samples(path)
+    except logged_samples.DuplicateDocError as exc:
+        raise ReportInputError(f"{path}: {exc.problem}; {exc.fix}") from exc
+    except DataError:
+        pass  # missing or malformed: a note, as before
+
+
 def _version(run: Run, task: str) -> Any:
     versions = run.info.get("versions") if isinstance(run.info, dict) else None
     return versions.get(task) if isinstance(versions, dict) else None
@@ -116,6 +128,8 @@ def compare_runs(a: Run, b: Run, *, iterations: int | None = None, notes: list[s
             continue
         sa, sb = a.samples(task), b.samples(task)
         if sa is None or sb is None:
+            for run in (a, b):
+                _refuse_duplicates(run, task)
             notes.append(f"{task}: no logged samples in one run (lmms-eval --log_samples); not compared")
             continue
         if not {s.get("doc_id") for s in sa} & {s.get("doc_id") for s in sb}:
@@ -176,7 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     except ReportInputError as exc:
         print(f"lmms-eval-plugins compare: {exc}", file=sys.stderr)
         return 2
-    rows = compare_runs(a, b, iterations=args.iterations, notes=notes)
+    try:
+        rows = compare_runs(a, b, iterations=args.iterations, notes=notes)
+    except ReportInputError as exc:
+        print(f"lmms-eval-plugins compare: {exc}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps([{k: getattr(r, k) for k in JSON_KEYS} for r in rows], indent=2))
     else:

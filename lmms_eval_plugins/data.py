@@ -17,14 +17,16 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
+import re
+import sys
 import tempfile
 import urllib.request
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
-from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.outcome import SKIPPED_FIELD
@@ -34,6 +36,8 @@ DATA_ROOT_ENV = "LMMS_EVAL_PLUGINS_DATA_ROOT"
 SKIP_MISSING_MEDIA_ENV = "LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA"
 
 SourceKind = Literal["sample", "local", "hub"]
+# The longest file or folder name Linux and macOS file systems take (bytes).
+NAME_MAX = 255
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,10 @@ def safe_path(root: str | Path, value: Any, *, record: str | None, field: str = 
                      f"give the record a plain {field} (letters, digits, '_', '-', '.')")
     if ".." in value.split("/"):
         raise refuse("escapes the benchmark folder ('..')", relative_fix)
+    longest = max((value + suffix).split("/"), key=lambda part: len(part.encode("utf-8", "surrogatepass")))
+    if len(longest.encode("utf-8", "surrogatepass")) > NAME_MAX:  # else the first stat() is an OSError
+        raise refuse(f"holds a name of {len(longest.encode('utf-8', 'surrogatepass'))} bytes; file systems allow "
+                     f"{NAME_MAX}", f"rename the file (and the record's {field}) to at most {NAME_MAX} bytes a name")
     container = Path(os.path.realpath(within if within is not None else root))
     real = Path(os.path.realpath(Path(root, under, value + suffix)))
     if not real.is_relative_to(container):
@@ -226,6 +234,12 @@ DOWNLOAD_RETRIES_ENV = "LMMS_EVAL_PLUGINS_DOWNLOAD_RETRIES"
 DEFAULT_DOWNLOAD_TIMEOUT = 30.0  # seconds to connect, and between two reads, per attempt
 DEFAULT_DOWNLOAD_RETRIES = 3     # attempts after the first, on a timeout, a dropped connection or HTTP 408/429/5xx
 _RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+# The timeout above bounds each socket read: a server trickling a byte at a time never trips it. These bound
+# one file's whole download (every attempt) and its size (an endless body is not an image).
+DOWNLOAD_DEADLINE_ENV = "LMMS_EVAL_PLUGINS_DOWNLOAD_DEADLINE"
+DOWNLOAD_MAX_BYTES_ENV = "LMMS_EVAL_PLUGINS_DOWNLOAD_MAX_BYTES"
+DEFAULT_DOWNLOAD_DEADLINE = 120.0       # seconds for one file, all attempts together
+DEFAULT_DOWNLOAD_MAX_BYTES = 50_000_000  # ErrorRadar's images are well under 1 MB
 
 
 def _local_data_fix() -> str:
@@ -359,8 +373,26 @@ def download_settings() -> tuple[float, int]:
             int(read(DOWNLOAD_RETRIES_ENV, DEFAULT_DOWNLOAD_RETRIES, True, 0)))
 
 
+def download_limits() -> tuple[float, int]:
+    """(deadline in seconds for one file, all attempts; largest file in bytes) for :func:`fetch_url`."""
+    def read(name: str, default: float, whole: bool) -> float:
+        try:
+            return env_number(name, default, whole=whole, minimum=1 if whole else 0.001)
+        except BadSetting:
+            raise DataError(f"{name}={os.environ.get(name, '').strip()!r} is not a valid setting",
+                            fix=f"set {name} to a positive {'whole ' if whole else ''}number (default {default:g}), "
+                                "or unset it") from None
+
+    return (float(read(DOWNLOAD_DEADLINE_ENV, DEFAULT_DOWNLOAD_DEADLINE, False)),
+            int(read(DOWNLOAD_MAX_BYTES_ENV, DEFAULT_DOWNLOAD_MAX_BYTES, True)))
+
+
 class _Transient(Exception):
     """A download attempt that may succeed when repeated."""
+
+
+class _OverLimit(Exception):
+    """A download past its deadline or its size cap: not retried."""
 
 
 class _Refused(Exception):
@@ -371,9 +403,13 @@ class _Refused(Exception):
         self.status, self.reason = status, reason
 
 
-def _download_once(url: str, part: Path, timeout: float) -> None:
-    """One attempt: fill ``part`` with ``url``'s bytes, resuming from what ``part`` already holds."""
+def _download_once(url: str, part: Path, timeout: float, deadline: float = float("inf"),
+                   max_bytes: int | None = None) -> None:
+    """One attempt: fill ``part`` with ``url``'s bytes, resuming from what ``part`` already holds.
+
+    ``deadline`` (``time.monotonic()``) and ``max_bytes`` bound the whole file: :class:`_OverLimit`."""
     import http.client
+    import time
     from urllib.error import HTTPError, URLError
 
     have = part.stat().st_size if part.is_file() else 0
@@ -392,8 +428,18 @@ def _download_once(url: str, part: Path, timeout: float) -> None:
                 total = int(content_range.rsplit("/", 1)[1])
             elif (length := response.headers.get("Content-Length", "")).isdigit():
                 total = int(length) + (have if resumed else 0)
+            if max_bytes is not None and total is not None and total > max_bytes:
+                raise _OverLimit(f"the server announces {total:,} bytes, above the cap of {max_bytes:,}")
+            size = have if resumed else 0
             with open(part, "ab" if resumed else "wb") as out:
-                shutil.copyfileobj(response, out)
+                # read1: one socket read at a time, so the deadline is checked as each piece arrives
+                while chunk := response.read1(65536):
+                    size += len(chunk)
+                    if max_bytes is not None and size > max_bytes:
+                        raise _OverLimit(f"the body goes past the cap of {max_bytes:,} bytes")
+                    out.write(chunk)
+                    if time.monotonic() > deadline:
+                        raise _OverLimit(f"not complete within the deadline ({size:,} bytes received)")
         size = part.stat().st_size
         # http.client ends a body cut short by the server without an error: compare with the announced size
         if total is not None and size != total:
@@ -416,12 +462,15 @@ def _download_once(url: str, part: Path, timeout: float) -> None:
         raise _Transient(f"{type(exc).__name__}: {exc}") from exc
 
 
-def fetch_url(url: str, dest: Path, *, record: str, timeout: float | None = None, retries: int | None = None) -> Path:
+def fetch_url(url: str, dest: Path, *, record: str, timeout: float | None = None, retries: int | None = None,
+              limits: tuple[float, int] | None = None) -> Path:
     """Download ``url`` to ``dest`` once (atomic rename); later calls reuse the file.
 
     ``timeout`` and ``retries`` default to :func:`download_settings`. A timeout, a dropped connection or
     HTTP 408/425/429/5xx is retried after a short pause, resuming from the bytes already received where
-    the server honours ``Range``; another HTTP error (404, 401, 403...) fails at once. Failures are a
+    the server honours ``Range``; another HTTP error (404, 401, 403...) fails at once. ``limits``
+    (:func:`download_limits`): all attempts end by the deadline, and a body past the size cap is refused
+    at once (``Content-Length`` or the bytes received), a trickle and an endless body alike. Failures are a
     :class:`MediaError` naming the URL, the record, where the file was to go, and the fix.
     """
     import time
@@ -438,6 +487,8 @@ def fetch_url(url: str, dest: Path, *, record: str, timeout: float | None = None
         raise MediaError(f"{url} is not in the download cache, and HF_HUB_OFFLINE=1 forbids downloading it",
                          record=record, path=str(dest),
                          fix=f"run once with network access (HF_HUB_OFFLINE unset) to fill the cache, or {by_hand}")
+    seconds, max_bytes = limits or download_limits()
+    deadline = time.monotonic() + seconds
     dest.parent.mkdir(parents=True, exist_ok=True)
     handle, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     os.close(handle)
@@ -446,12 +497,19 @@ def fetch_url(url: str, dest: Path, *, record: str, timeout: float | None = None
     try:
         for attempt in range(retries + 1):
             if attempt:
-                time.sleep(min(0.25 * 2 ** attempt, 4.0))
+                time.sleep(max(0.0, min(0.25 * 2 ** attempt, 4.0, deadline - time.monotonic())))
             try:
-                _download_once(url, part, timeout)
+                if time.monotonic() > deadline:
+                    raise _OverLimit("not complete within the deadline")
+                _download_once(url, part, timeout, deadline, max_bytes)
             except _Transient as exc:
                 problems.append(str(exc))
                 continue
+            except _OverLimit as exc:
+                raise MediaError(f"could not download {url}: {exc} (deadline {seconds:g}s, cap {max_bytes:,} bytes)",
+                                 record=record, path=str(dest),
+                                 fix=f"for a slow server or a genuine large file raise {DOWNLOAD_DEADLINE_ENV} or "
+                                     f"{DOWNLOAD_MAX_BYTES_ENV}; or {by_hand}") from exc
             except _Refused as exc:
                 what = {404: "not found: the file is gone from that address", 410: "gone",
                         401: "the server asks for credentials", 403: "forbidden"}.get(exc.status, exc.reason)
@@ -471,10 +529,11 @@ def fetch_url(url: str, dest: Path, *, record: str, timeout: float | None = None
 def fetch_all(jobs: Sequence[tuple[str, Path, str]], workers: int = 16) -> list[Path | MediaError]:
     """Download (url, dest, record) jobs concurrently; failures come back as MediaError values."""
     timeout, retries = download_settings()  # a bad setting stops the run once, before any download
+    limits = download_limits()
 
     def one(job: tuple[str, Path, str]) -> Path | MediaError:
         try:
-            return fetch_url(job[0], job[1], record=job[2], timeout=timeout, retries=retries)
+            return fetch_url(job[0], job[1], record=job[2], timeout=timeout, retries=retries, limits=limits)
         except MediaError as exc:
             return exc
 
@@ -490,17 +549,68 @@ def read_csv_records(path: Path) -> list[dict[str, str]]:
         raise DataError(f"cannot read CSV: {exc}", path=str(path), fix="check the file is a UTF-8 CSV with a header row") from exc
 
 
+# Bounds of every JSON this package reads (results, logged samples, data files): Python's parser recurses
+# once per level (a RecursionError deep down) and refuses integers past sys.get_int_max_str_digits().
+MAX_JSON_DEPTH = 100
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+class JsonLimitError(ValueError):
+    """JSON beyond the reader's bounds: nested deeper than :data:`MAX_JSON_DEPTH`, or an integer with more
+    digits than Python converts. The message says which; callers add the file and the line."""
+
+
+def json_depth_exceeds(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether brackets outside strings nest deeper than ``limit`` (a linear scan, no recursion)."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in "]}":
+            depth -= 1
+    return False
+
+
+def parse_json(text: str) -> Any:
+    """``json.loads`` within bounds: a :class:`JsonLimitError` for deep nesting or an over-long integer,
+    ``json.JSONDecodeError`` for bad syntax. The one JSON parser for files read from disk."""
+    if json_depth_exceeds(text):
+        raise JsonLimitError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise JsonLimitError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except ValueError:  # only the int digit limit raises a plain ValueError here
+        raise JsonLimitError(f"an integer of more than {sys.get_int_max_str_digits()} digits") from None
+
+
 def read_json(path: Path) -> Any:
     try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise DataError("file not found", path=str(path), fix="check the data folder layout") from exc
     except UnicodeDecodeError as exc:
         raise DataError(f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset {exc.start}", path=str(path),
                         fix="re-save the file as UTF-8 (JSON files must be UTF-8)") from exc
-    except (OSError, json.JSONDecodeError) as exc:
+    except OSError as exc:
+        raise DataError(f"cannot read: {exc}", path=str(path), fix="check the file exists and is readable") from exc
+    try:
+        return parse_json(text)
+    except json.JSONDecodeError as exc:
         raise DataError(f"invalid JSON: {exc}", path=str(path), fix="fix the JSON syntax") from exc
+    except JsonLimitError as exc:
+        raise DataError(f"{exc}", path=str(path), fix=JSON_LIMIT_FIX) from exc
+
+
+JSON_LIMIT_FIX = (f"no real file of this kind nests more than {MAX_JSON_DEPTH} levels or holds such an integer: "
+                  "the file is damaged or hostile; restore it from its source")
 
 
 class JsonlLineError(DataError):
@@ -532,10 +642,13 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = parse_json(line)
         except json.JSONDecodeError as exc:
             raise JsonlLineError(f"line {number}: invalid JSON ({exc.msg})", line=number, json_error=exc.msg,
                                  path=str(path), fix="one JSON object per line") from exc
+        except JsonLimitError as exc:
+            raise JsonlLineError(f"line {number}: {exc}", line=number, json_error=str(exc), path=str(path),
+                                 fix=JSON_LIMIT_FIX) from exc
         if not isinstance(record, dict):
             raise JsonlLineError(f"line {number}: not a JSON object", line=number, json_error=None,
                                  path=str(path), fix="one JSON object per line")

@@ -7,18 +7,50 @@ With ``--log_samples`` lmms-eval 0.7.3 writes, beside ``<stem>_results.json``, o
 (``--model replay``, ``score``, ``report``/``compare``, ``check-model``, the CLI runner, ViRectify's
 hints) goes through this module, so they agree on the file names and on what a malformed file is:
 a :class:`~lmms_eval_plugins.errors.DataError` naming the file and the line (a torn last line from an
-interrupted run included; each caller decides what that costs).
+interrupted run included; each caller decides what that costs), and a doc_id logged twice is a
+:class:`DuplicateDocError` (lmms-eval logs one line per document: a second one was appended or edited in).
+
+A task name read from a results JSON is data: :func:`check_task_name` keeps it a plain name (no path,
+no wildcard, no list), so it can neither name a file outside the run folder nor, passed to
+``lmms-eval --tasks``, a task YAML to load.
 """
 
 from __future__ import annotations
 
 import glob
+import re
 from pathlib import Path
 from typing import Any
 
-from lmms_eval_plugins.data import read_jsonl
+from lmms_eval_plugins.data import iter_jsonl
+from lmms_eval_plugins.errors import DataError
 
 RESULTS_SUFFIX = "_results.json"
+# lmms-eval's task names (all of 0.7.3's match); 200 leaves room for "<stem>_samples_" in a 255-byte name
+TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+\-]{0,199}")
+
+
+class DuplicateDocError(DataError):
+    """A samples file logs one doc_id on two lines."""
+
+
+def check_task_name(task: Any, *, path: Path, field: str = "results") -> str:
+    """``task`` when it is a plain task name, else a DataError naming the file and the field."""
+    if isinstance(task, str) and TASK_NAME.fullmatch(task):
+        return task
+    raise DataError(f"{field}: task name {str(task)[:80]!r} is not a task name (letters, digits, '_', '-', '.', '+'; "
+                    "at most 200; no '/', ',' or '*')", path=str(path),
+                    fix="the results file was edited or damaged: use the file lmms-eval wrote")
+
+
+def check_task_names(data: dict[str, Any], path: Path) -> None:
+    """Every task and group name in a results JSON (``results``, ``configs``, ``group_subtasks``) is plain."""
+    for field in ("results", "configs", "group_subtasks"):
+        section = data.get(field)
+        for name, value in section.items() if isinstance(section, dict) else ():
+            check_task_name(name, path=path, field=field)
+            for member in value if field == "group_subtasks" and isinstance(value, list) else ():
+                check_task_name(member, path=path, field=f"group_subtasks[{name!r}]")
 
 
 def results_stem(results_path: Path) -> str:
@@ -28,7 +60,9 @@ def results_stem(results_path: Path) -> str:
 
 
 def samples_path(results_path: Path, task: str) -> Path:
-    """Where lmms-eval wrote ``task``'s logged samples for this results file (it may not exist)."""
+    """Where lmms-eval wrote ``task``'s logged samples for this results file (it may not exist); a task
+    name that is not a plain name is a DataError (see :func:`check_task_name`)."""
+    check_task_name(task, path=results_path)
     return results_path.with_name(f"{results_stem(results_path)}_samples_{task}.jsonl")
 
 
@@ -41,6 +75,20 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
     """The logged samples of one file, in file order (blank lines skipped).
 
     A file that cannot be read, a line that is not JSON (a torn last line too) or not an object is a
-    :class:`~lmms_eval_plugins.errors.DataError` whose ``problem`` starts with ``line N:`` for a bad line.
+    :class:`~lmms_eval_plugins.errors.DataError` whose ``problem`` starts with ``line N:`` for a bad line;
+    a ``doc_id`` on a second line is a :class:`DuplicateDocError` naming both lines.
     """
-    return read_jsonl(Path(path))
+    path = Path(path)
+    records: list[dict[str, Any]] = []
+    first_line: dict[Any, int] = {}
+    for number, record in iter_jsonl(path):
+        doc_id = record.get("doc_id")
+        key = (type(doc_id).__name__, repr(doc_id))  # 1 and "1" are different doc_ids; keys must hash
+        if doc_id is not None and key in first_line:
+            raise DuplicateDocError(f"line {number}: doc_id {doc_id!r} is logged twice (lines {first_line[key]} and "
+                                    f"{number})", record=repr(doc_id), path=str(path),
+                                    fix="lmms-eval logs one line per document: the file was edited or two files were "
+                                        "joined; use the file lmms-eval wrote (or re-run with --log_samples)")
+        first_line.setdefault(key, number)
+        records.append(record)
+    return records

@@ -17,20 +17,22 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Literal, TypeVar, get_args
 
 import numpy as np
 from PIL import Image, ImageFile
 
 from lmms_eval_plugins import frame_cache
-from lmms_eval_plugins.data import safe_path
+from lmms_eval_plugins.data import safe_path, skip_missing_media
 from lmms_eval_plugins.errors import MediaError
+from lmms_eval_plugins.outcome import note_unreadable_media
 from lmms_eval_plugins.settings import BadSetting, env_number
 
 if TYPE_CHECKING:
     from decord import VideoReader
 
 Interval = tuple[float, float]
+T = TypeVar("T")
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp"})
 # One decoding thread, as lmms-eval's own decord loaders use: sampled frames are far apart, so decord
 # seeks before almost every frame and ffmpeg's frame threads are flushed at each seek. On the bench,
@@ -38,6 +40,10 @@ IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp"})
 DECODE_THREADS = 1
 MAX_PIXELS_ENV = "LMMS_EVAL_PLUGINS_MAX_IMAGE_PIXELS"
 DEFAULT_MAX_IMAGE_PIXELS = 100_000_000  # 10,000 x 10,000: far above any benchmark image, far below a bomb
+MAX_VIDEO_PIXELS_ENV = "LMMS_EVAL_PLUGINS_MAX_VIDEO_PIXELS"
+# 8K UHD (7680 x 4320 = 33.2 M) fits; a decoded RGB frame at the cap is 120 MB, and a batch holds many.
+DEFAULT_MAX_VIDEO_PIXELS = 40_000_000
+PLACEHOLDER_SIDE = 32  # what a model gets for a skipped unreadable file: small, and above Qwen's 28-pixel minimum
 _STRICT_DECODE = threading.Lock()  # LOAD_TRUNCATED_IMAGES is process-wide: one strict decode at a time
 
 
@@ -322,12 +328,55 @@ def _probe(path: str, mtime_ns: int, size: int) -> VideoInfo:
                 return VideoInfo(n, fps, n / fps, width, height)
         except (KeyError, TypeError, ValueError):
             pass  # a bad row: probe again and overwrite it
+    _check_video_pixels(Path(path), None)  # before decord decodes a (maybe gigantic) first frame
     reader, fps = _open(Path(path), None)
     width, height = _decode(reader, [0], Path(path), None)[0].size  # decord tells the size only by decoding
+    _refuse_video_pixels(width, height, Path(path), None)  # a header that understated the size
     info = VideoInfo(len(reader), fps, len(reader) / fps, width, height)
     if cache is not None:
         cache.put_info(key, {"num_frames": info.num_frames, "fps": fps, "width": width, "height": height})
     return info
+
+
+def max_video_pixels() -> int:
+    """The largest video frame (width x height) we decode: ``LMMS_EVAL_PLUGINS_MAX_VIDEO_PIXELS``, default 40 M."""
+    try:
+        return int(env_number(MAX_VIDEO_PIXELS_ENV, DEFAULT_MAX_VIDEO_PIXELS, whole=True, minimum=1))
+    except BadSetting as exc:
+        raise MediaError(str(exc), fix=f"e.g. {DEFAULT_MAX_VIDEO_PIXELS}") from None
+
+
+def _refuse_video_pixels(width: int, height: int, path: Path, record_id: str | None) -> None:
+    limit = max_video_pixels()
+    if width * height > limit:
+        raise MediaError(f"video frames have {width} x {height} pixels, above the limit of {limit:,}",
+                         record=record_id, path=str(path),
+                         fix=f"scale the video down (ffmpeg -i in.mp4 -vf scale=-2:1080 out.mp4); if it is genuine, "
+                             f"raise {MAX_VIDEO_PIXELS_ENV}")
+
+
+def video_header_size(path: Path) -> tuple[int, int] | None:
+    """(width, height) of the first video stream from the container header (PyAV: nothing is decoded);
+    None when PyAV is missing or cannot read the header (decord then reports the file itself)."""
+    try:
+        import av
+    except ImportError:
+        return None
+    try:
+        with av.open(str(path)) as container:
+            streams = container.streams.video
+            if not streams:
+                return None
+            context = streams[0].codec_context
+            return int(context.width), int(context.height)
+    except Exception:  # noqa: BLE001 - any unreadable header: decord names the problem when it opens the file
+        return None
+
+
+def _check_video_pixels(path: Path, record_id: str | None) -> None:
+    size = video_header_size(path)
+    if size is not None:
+        _refuse_video_pixels(*size, path, record_id)
 
 
 def _open(path: Path, record_id: str | None, width: int = -1, height: int = -1) -> tuple[VideoReader, float]:
@@ -353,8 +402,37 @@ def _decode(reader: VideoReader, indices: list[int], path: Path, record_id: str 
 
 
 def load_image(path: str | Path, record_id: str | None = None, max_long_side: int | None = None) -> Image.Image:
-    """An RGB image, shrunk to `max_long_side` if larger."""
-    return _load_image(_existing(path, "image", record_id), record_id, max_long_side)[0]
+    """An RGB image, shrunk to `max_long_side` if larger (a placeholder for an unreadable file when skipping is on:
+    see :func:`skippable`)."""
+    return skippable(lambda: _load_image(_existing(path, "image", record_id), record_id, max_long_side)[0],
+                     path, record_id, _placeholder_image)
+
+
+def _placeholder_image() -> Image.Image:
+    return Image.new("RGB", (PLACEHOLDER_SIDE, PLACEHOLDER_SIDE), (128, 128, 128))
+
+
+def _placeholder_frames(path: str | Path, num_frames: int) -> SampledFrames:
+    k = max(1, min(int(num_frames), 2))
+    return SampledFrames(frames=[_placeholder_image() for _ in range(k)], timestamps=[0.0] * k, indices=list(range(k)),
+                         path=str(path), fps=1.0, source_size=(PLACEHOLDER_SIDE, PLACEHOLDER_SIDE))
+
+
+def skippable(decode: Callable[[], T], path: str | Path, record_id: str | None, placeholder: Callable[[], T]) -> T:
+    """``decode()`` at request time; a media file it cannot read is a MediaError, or, with
+    ``LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA=1``, a placeholder for the model while the sample is noted
+    (:func:`lmms_eval_plugins.outcome.note_unreadable_media`): its results leave it out of every metric
+    and count it under ``skipped_by_reason`` as "unreadable media". A run never stops on one bad file."""
+    try:
+        return decode()
+    except MediaError as exc:
+        if exc.path is None or not skip_missing_media():  # a bad setting is no file's fault: never skipped
+            raise
+        from loguru import logger
+
+        note_unreadable_media(path, record_id)
+        logger.warning(f"skipping record {record_id}: {exc.problem} ({exc.path}); counted as 'unreadable media'")
+        return placeholder()
 
 
 def max_image_pixels() -> int:
@@ -389,7 +467,10 @@ def _load_image(path: Path, record_id: str | None, max_long_side: int | None) ->
                 finally:
                     ImageFile.LOAD_TRUNCATED_IMAGES = saved
             return resize_down(im.convert("RGB"), max_long_side), size
-    except (OSError, Image.DecompressionBombError) as exc:  # unidentified, truncated, corrupt, bomb
+    except MediaError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - PIL raises OSError, ValueError, SyntaxError, EOFError, struct.error,
+        # DecompressionBombError, IndexError... on hostile files: each is this file's fault, named as such
         raise _undecodable("image", path, record_id, exc) from exc
 
 
@@ -418,6 +499,14 @@ def sample_video(
     if interval is not None and intervals is not None:
         raise ValueError("pass either interval or intervals, not both")
     _check_rule(index_rule)
+    return skippable(lambda: _sample_video_cached(path, num_frames, interval, intervals, max_long_side, record_id,
+                                                  index_rule),
+                     path, record_id, lambda: _placeholder_frames(path, num_frames))
+
+
+def _sample_video_cached(path: str | Path, num_frames: int, interval: Interval | None,
+                         intervals: Sequence[Interval] | None, max_long_side: int | None, record_id: str | None,
+                         index_rule: IndexRule) -> SampledFrames:
     p = _existing(path, "video", record_id)
     spans = [interval] if interval is not None else intervals
 
@@ -442,6 +531,8 @@ def _sample_video(p: Path, num_frames: int, spans: Sequence[Interval] | None, ma
         source = (info.width, info.height)
         size = fit_size(*source, max_long_side)
     scaled = size is not None and size != source
+    if source is None:
+        _check_video_pixels(p, record_id)  # video_info checked it otherwise
     reader, fps = _open(p, record_id, *(size if scaled else (-1, -1)))
     indices = frame_plan(len(reader), fps, num_frames, spans, index_rule)
     try:
@@ -549,6 +640,12 @@ def sample_frame_folder(
     timestamps are position / fps. `root`: see `frame_files` (frames must resolve inside it).
     """
     _check_rule(index_rule)
+    return skippable(lambda: _sample_frame_folder(folder, num_frames, fps, max_long_side, record_id, root, index_rule),
+                     folder, record_id, lambda: _placeholder_frames(folder, num_frames))
+
+
+def _sample_frame_folder(folder: str | Path, num_frames: int, fps: float, max_long_side: int | None,
+                         record_id: str | None, root: str | Path | None, index_rule: IndexRule) -> SampledFrames:
     files = frame_files(folder, record_id, root=root)
     positions = folder_positions(len(files), num_frames, index_rule)
     shown = str(Path(folder).expanduser())

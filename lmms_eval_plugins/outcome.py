@@ -19,7 +19,10 @@ Per-sample items and aggregations carry the mark the same way in every benchmark
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import json
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import wraps
 from typing import Any, TypeVar
 
@@ -40,6 +43,66 @@ _FAILURE_MARKERS = (
 )
 
 T = TypeVar("T")
+
+# Media that failed to decode at request time, with skipping on (lmms_eval_plugins/media.py notes it; the
+# model got a placeholder): {media path as the doc names it: record ids}. Process-wide on purpose: a doc's
+# visuals are loaded and its results processed in the same process, and task modules hold no state.
+MEDIA_SKIP_FIELD = "skipped_media"
+UNREADABLE_MEDIA = "unreadable media"
+_UNREADABLE: dict[str, set[str | None]] = {}
+_UNREADABLE_LOCK = threading.Lock()
+
+
+def note_unreadable_media(path: Any, record_id: str | None) -> None:
+    """Remember that ``path`` (as the doc names it) could not be decoded for ``record_id``."""
+    with _UNREADABLE_LOCK:
+        for key in {str(path), _norm(path)}:  # as given, and normalised
+            _UNREADABLE.setdefault(key, set()).add(None if record_id is None else str(record_id))
+
+
+def _norm(path: Any) -> str:
+    text = str(path).strip()
+    return os.path.normpath(os.path.expanduser(text)) if text else text
+
+
+def _strings(value: Any, depth: int = 0) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif depth < 3 and isinstance(value, Mapping):
+        for v in value.values():
+            yield from _strings(v, depth + 1)
+    elif depth < 3 and isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v, depth + 1)
+
+
+def unreadable_media_of(doc: Mapping[str, Any]) -> str | None:
+    """The record key of ``doc`` when one of its media files was noted unreadable in this process, else None.
+
+    A doc matches when it names the noted path (as a field, nested up to three levels, or inside a field
+    holding JSON, as CrossVid's rows do) and, where the loader was given a record id, holds that id as one
+    of its fields."""
+    with _UNREADABLE_LOCK:
+        if not _UNREADABLE:
+            return None
+        noted = {k: set(v) for k, v in _UNREADABLE.items()}
+    ids = {str(v) for v in doc.values() if isinstance(v, (str, int)) and not isinstance(v, bool)}
+    for text in _strings(doc):
+        if len(text) < 4096 and (records := noted.get(_norm(text))) is not None:
+            found = [(_norm(text), records)]
+        elif text[:1] in "[{":
+            found = [(path, records) for path, records in noted.items() if json.dumps(path) in text]
+        else:
+            continue
+        for path, records in found:
+            for record in records:
+                if record is None or record in ids:
+                    return f"{record or ''}|{_norm(path)}"
+    return None
+
+
+def is_media_skipped(item: Any) -> bool:
+    return isinstance(item, Mapping) and bool(item.get(MEDIA_SKIP_FIELD))
 
 
 def request_failure(response: Any) -> str | None:
@@ -98,6 +161,15 @@ def with_unscored(per_metric: Mapping[str, Any], responses: Sequence[Any], *, ju
     outcome) marks only the ``judged`` metrics, the ones computed from verdicts: the others stay.
     The skipped-records items describe the run, not the sample: never unscored.
     """
+    skipped_as = unreadable_media_of(doc) if doc is not None else None
+    if skipped_as is not None:  # the model saw a placeholder: left out of every metric, counted as skipped
+        out = {m: {**(v if isinstance(v, Mapping) else {"value": v}), MEDIA_SKIP_FIELD: UNREADABLE_MEDIA,
+                   "skipped_key": skipped_as} for m, v in per_metric.items()}
+        out[UNSCORED_METRIC] = {UNSCORED_FIELD: None}
+        if SKIPPED_FIELD in doc:
+            out[SKIPPED_METRIC] = out[SKIPPED_BY_REASON_METRIC] = {
+                SKIPPED_FIELD: doc[SKIPPED_FIELD], MEDIA_SKIP_FIELD: UNREADABLE_MEDIA, "skipped_key": skipped_as}
+        return out
     reason = first_failure(responses)
     if reason:
         out = mark_unscored(per_metric, reason)
@@ -113,18 +185,25 @@ def with_unscored(per_metric: Mapping[str, Any], responses: Sequence[Any], *, ju
 
 
 def skipped_counts(items: Sequence[Any]) -> dict[str, int]:
-    """{reason: records left out} of the run these items come from (every item carries the same)."""
-    import json
-
+    """{reason: records left out} of the run these items come from: the load-time counts every item
+    carries, plus the records whose media failed to decode at request time (each counted once)."""
+    counts: dict[str, int] = {}
     for item in items:
         raw = item.get(SKIPPED_FIELD) if isinstance(item, Mapping) else None
         try:
-            counts = json.loads(raw) if isinstance(raw, str) else None
+            stamped = json.loads(raw) if isinstance(raw, str) else None
         except ValueError:
-            counts = None
-        if isinstance(counts, dict):
-            return {str(k): int(v) for k, v in sorted(counts.items()) if isinstance(v, int) and v > 0}
-    return {}
+            stamped = None
+        if isinstance(stamped, dict):
+            counts = {str(k): int(v) for k, v in stamped.items() if isinstance(v, int) and v > 0}
+            break
+    late: dict[str, set[str]] = {}
+    for item in items:
+        if is_media_skipped(item):
+            late.setdefault(str(item[MEDIA_SKIP_FIELD]), set()).add(str(item.get("skipped_key")))
+    for reason, keys in late.items():
+        counts[reason] = counts.get(reason, 0) + len(keys)
+    return dict(sorted(counts.items()))
 
 
 def agg_skipped(items: Sequence[Any]) -> int:
@@ -137,6 +216,11 @@ def agg_skipped_by_reason(items: Sequence[Any]) -> dict[str, int]:
     return skipped_counts(items)
 
 
+# The counts read every item themselves (a media-skipped item is what they count): never guarded.
+agg_skipped._unscored_guard = True  # type: ignore[attr-defined]
+agg_skipped_by_reason._unscored_guard = True  # type: ignore[attr-defined]
+
+
 def guard(aggregation: Callable[[Sequence[Any]], T]) -> Callable[[Sequence[Any]], T | None]:
     """An aggregation that is ``None`` (JSON null) when any of its items is unscored."""
     if getattr(aggregation, "_unscored_guard", False):
@@ -146,7 +230,10 @@ def guard(aggregation: Callable[[Sequence[Any]], T]) -> Callable[[Sequence[Any]]
     def guarded(items: Sequence[Any]) -> T | None:
         if any(is_unscored(item) for item in items):
             return None
-        return aggregation(items)
+        kept = [item for item in items if not is_media_skipped(item)]  # skipped samples are in no metric
+        if not kept and items:
+            return None
+        return aggregation(kept)
 
     guarded._unscored_guard = True  # type: ignore[attr-defined]
     return guarded

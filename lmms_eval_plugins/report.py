@@ -35,7 +35,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from lmms_eval_plugins import logged_samples, provenance
 from lmms_eval_plugins.benchmark import Benchmark, benchmark_of_task, ordered_benchmarks
+from lmms_eval_plugins.data import JsonLimitError, parse_json
 from lmms_eval_plugins.errors import DataError
+from lmms_eval_plugins.safe_text import md_text, redact_model_args
 
 RESULTS_SUFFIX = "_results.json"
 JUDGE_REPORT_GLOB = "judge_report*.json"
@@ -117,14 +119,20 @@ def task_metrics(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 def read_results(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportInputError(f"{path}: cannot read: {exc}") from exc
     except json.JSONDecodeError as exc:
         raise ReportInputError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
                                "is the run still writing it, or was it cut short?") from exc
+    except JsonLimitError as exc:  # deep nesting, a huge integer: data, refused by name (issue 27)
+        raise ReportInputError(f"{path}: {exc}: not a file lmms-eval wrote (damaged or hostile)") from exc
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise ReportInputError(f"{path}: not an lmms-eval results file (no \"results\" object)")
+    try:
+        logged_samples.check_task_names(data, path)
+    except DataError as exc:
+        raise ReportInputError(f"{path}: {exc.problem}; {exc.fix}") from exc
     return data
 
 
@@ -198,9 +206,10 @@ def load_run(folder: Path, files: Sequence[Path], *, label: str | None, skip_bad
         "total_evaluation_time_seconds": newest.get("total_evaluation_time_seconds"),
         "versions": {k: v for path, data in loaded for k, v in (data.get("versions") or {}).items()},
     }
+    # Shown in every page the report writes: credential-like values are hidden here, once.
     model_args = config.get("model_args")
     run = Run(label or model_label(newest, folder), folder, str(config.get("model") or ""),
-              model_args if isinstance(model_args, str) else json.dumps(model_args or ""),
+              redact_model_args(model_args) if isinstance(model_args, (str, dict)) else json.dumps(model_args or ""),
               [p for p, _ in loaded], tasks, info, notes=notes)
     return run
 
@@ -216,7 +225,7 @@ def _find_judge_reports(run_dir: Path, folder: Path, notes: list[str]) -> list[t
     out = []
     for path in sorted(set(candidates)):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = parse_json(path.read_text(encoding="utf-8"))
             if not isinstance(data, dict) or not isinstance(data.get("by_judge", {}), dict):
                 raise ValueError("not a judge accounting object")
         except (OSError, ValueError) as exc:
@@ -1224,7 +1233,7 @@ def render_html(report: Report) -> str:
 
 
 def _md(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return md_text(text)  # names, labels and notes come from stored runs: no raw HTML, no links
 
 
 def table_md(table: Table) -> str:
@@ -1255,32 +1264,32 @@ def table_md(table: Table) -> str:
 
 
 def render_markdown(report: Report, figure_dir: str = "figures") -> str:
-    out = [f"# {report.title}", "", f"Generated {report.generated} by `lmms-eval-plugins report` "
+    out = [f"# {_md(report.title)}", "", f"Generated {report.generated} by `lmms-eval-plugins report` "
            f"({provenance.describe(provenance.software_versions())}). Percentages unless a count; "
            "**bold**: best model per column; *italic* rows are copied from the papers.", ""]
     for sec in report.sections:
-        out += [f"## {sec.title}", ""]
+        out += [f"## {_md(sec.title)}", ""]
         if sec.intro:
-            out += [sec.intro, ""]
+            out += [_md(sec.intro), ""]
         in_details = False
         for block in sec.blocks:
             if isinstance(block, Heading):
                 if in_details:
                     out += ["</details>", ""]
-                out += [f"<details><summary>{block.text}</summary>", ""]
+                out += [f"<details><summary>{_md(block.text)}</summary>", ""]
                 in_details = True
             elif isinstance(block, Table):
                 out += [table_md(block), ""]
             elif isinstance(block, Figure):
-                out += [f"![{block.title}]({figure_dir}/{block.id}.png)", ""]
+                out += [f"![{_md(block.title)}]({figure_dir}/{block.id}.png)", ""]
                 if block.caption:
-                    out += [f"_{block.caption}_", ""]
+                    out += [f"_{_md(block.caption)}_", ""]
             elif isinstance(block, Note):
-                out += [f"> {'**Warning:** ' if block.kind == 'warn' else ''}{block.text}", ""]
+                out += [f"> {'**Warning:** ' if block.kind == 'warn' else ''}{_md(block.text)}", ""]
         if in_details:
             out += ["</details>", ""]
     if report.notes:
-        out += ["## Notes", ""] + [f"- {n}" for n in report.notes] + [""]
+        out += ["## Notes", ""] + [f"- {_md(n)}" for n in report.notes] + [""]
     return "\n".join(out)
 
 

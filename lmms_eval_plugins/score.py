@@ -11,25 +11,39 @@ newest results of a folder, so the re-scored ones.
 
 Exit status: 0 when every task has results and no unscored sample; 1 when samples stay unscored (a
 failed model request stays unscored: only the model can answer it), a task has no results or
-lmms-eval failed; 2 for bad input (nothing is written). See docs/score.md.
+lmms-eval failed; 2 for bad input (nothing is written); 128+N when ended by signal N (lmms-eval ended too).
+See docs/score.md.
+
+The stored run is data, never code (issue 27): task folders come from the installed benchmarks and from
+``--include_path`` on this command line only (a stored ``include_path`` is refused), task names must be
+plain names, and every forwarded option is type-checked and passed as ``--name=value``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from lmms_eval_plugins.logged_samples import read_samples, results_stem, samples_files, samples_path
+from lmms_eval_plugins.logged_samples import (
+    read_samples,
+    results_stem,
+    samples_files,
+    samples_path,
+)
 from lmms_eval_plugins.outcome import (
     BUDGET_EXCEEDED,
     REQUEST_FAILED,
@@ -46,8 +60,16 @@ JUDGE_MODEL_ENV = "LMMS_EVAL_PLUGINS_JUDGE_MODEL"
 MODEL_FAILURES = (REQUEST_FAILED, BUDGET_EXCEEDED)
 # Options of the original command that decide which documents are scored, the prompt each stored reply
 # is checked against, or how replies are post-processed before scoring: the replay must use the same.
-FORWARDED_VALUES = ("limit", "offset", "num_fewshot", "system_instruction", "reasoning_tags", "include_path")
+# Each with the JSON types it may have (anything else is tampering); none names code or a file to load.
+FORWARDED_VALUES: dict[str, tuple[type, ...]] = {"limit": (int, float), "offset": (int,), "num_fewshot": (int,),
+                                                 "system_instruction": (str,), "reasoning_tags": (str,)}
 FORWARDED_SWITCHES = ("process_with_media",)
+INCLUDE_FIELD = "config.resolved_cli_args.include_path"
+# Concurrent scores of one folder take turns (the later one finds the verdicts cached). The lock lives in
+# the temp folder, keyed by the run folder's real path: the run folder itself is never written but for results.
+LOCK_PREFIX = "lmms-eval-plugins-score.lock-"
+SCRATCH_PREFIX = "lmms-eval-plugins-score-"
+OWNER_FILE = "owner.pid"  # in the scratch folder: a later score removes it once this pid is gone
 # What labels the run in reports: the original model's, not the replay's.
 RUN_CONFIG_KEYS = ("model", "model_args", "model_backend")
 RUN_TOP_KEYS = ("model_name", "model_name_sanitized", "model_source")
@@ -157,23 +179,56 @@ def check_logged_samples(path: Path, tasks: list[str]) -> None:
 # ------------------------------------------------------------------------------------------ the replay
 
 
-def forwarded_options(config: Mapping[str, Any]) -> list[str]:
+def forwarded_options(config: Mapping[str, Any], path: Path | None = None) -> list[str]:
+    """The run's options the replay needs, as ``--name=value`` (a value starting with ``-`` stays a value).
+    A value of the wrong JSON type is a ScoreInputError naming ``path`` and the field."""
     cli = config.get("resolved_cli_args") or {}
+    if not isinstance(cli, Mapping):
+        raise ScoreInputError(f"{path}: config.resolved_cli_args is not an object: the results file was edited or damaged")
     out: list[str] = []
-    for name in FORWARDED_VALUES:
+    for name, types in FORWARDED_VALUES.items():
         value = cli.get(name, config.get(name))
         if value is None or value == "":
             continue
-        if name == "include_path" and Path(str(value)).exists():
-            value = Path(str(value)).resolve()  # the replay runs in another folder
-        out += [f"--{name}", str(value)]
+        if isinstance(value, bool) or not isinstance(value, types) or (isinstance(value, str) and "\0" in value):
+            raise ScoreInputError(f"{path}: config.resolved_cli_args.{name} is {str(value)[:60]!r}, not a "
+                                  f"{' or '.join(t.__name__ for t in types)}: the results file was edited or damaged")
+        out.append(f"--{name}={value}")
     return out + [f"--{name}" for name in FORWARDED_SWITCHES if cli.get(name) is True]
 
 
-def replay_command(path: Path, tasks: list[str], output_dir: Path, config: Mapping[str, Any]) -> list[str]:
+def stored_include_paths(config: Mapping[str, Any]) -> list[str]:
+    """The ``include_path`` folders a stored run names (lmms-eval keeps a string, a config file a list)."""
+    cli = config.get("resolved_cli_args") or {}
+    value = cli.get("include_path") if isinstance(cli, Mapping) else None
+    if value is None or value == "" or value == []:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+def include_options(config: Mapping[str, Any], path: Path, given: str | None,
+                    installed: Callable[[], list[str]] | None = None) -> list[str]:
+    """``--include_path`` for the replay: only what the user gave on this command line. A stored one that
+    is not an installed benchmark's folder (those are always indexed) is refused unless the user gave one:
+    loading it would import whatever code the output folder ships (issue 27)."""
+    if given:
+        return [f"--include_path={Path(given).expanduser().resolve()}"]
+    if installed is None:
+        from lmms_eval_plugins.discovery import plugin_task_dirs as installed
+    ours = {os.path.realpath(folder) for folder in installed()}
+    foreign = [p for p in stored_include_paths(config) if os.path.realpath(p) not in ours]
+    if foreign:
+        raise ScoreInputError(f"{path}: {INCLUDE_FIELD} names {foreign[0][:200]!r}: score never loads task code named by a "
+                              "stored run (it could run anything; the run's tasks come from the installed benchmarks). "
+                              "If you trust that folder, give it yourself: lmms-eval-plugins score ... --include_path DIR")
+    return []
+
+
+def replay_command(path: Path, tasks: list[str], output_dir: Path, config: Mapping[str, Any],
+                   include: list[str] | None = None) -> list[str]:
     return [sys.executable, "-m", "lmms_eval", "--model", "replay", "--model_args", f"samples={path.resolve()}",
             "--tasks", ",".join(tasks), "--output_path", str(output_dir), "--log_samples", "--batch_size", "1",
-            *forwarded_options(config)]
+            *forwarded_options(config, path), *(include or [])]
 
 
 def run_replay(command: list[str], env: Mapping[str, str], cwd: Path, verbose: bool) -> tuple[int, str]:
@@ -183,13 +238,136 @@ def run_replay(command: list[str], env: Mapping[str, str], cwd: Path, verbose: b
     would shadow the installed package."""
     lines: list[str] = []
     with subprocess.Popen(command, env=dict(env), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, errors="replace") as process:
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.append(line)
-            if verbose:
-                sys.stderr.write(line)
+                          text=True, errors="replace", start_new_session=True,
+                          preexec_fn=_die_with_parent()) as process:  # noqa: PLW1509 (no threads in score)
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:
+                lines.append(line)
+                if verbose:
+                    sys.stderr.write(line)
+        except BaseException:  # a signal (see Interrupted), Ctrl-C, any error: lmms-eval must not outlive us
+            end_process_group(process)
+            raise
     return process.returncode, "".join(lines)
+
+
+def end_process_group(process: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """SIGTERM to lmms-eval's process group (its own session), SIGKILL after ``grace_s``; then reap it."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """For the child, on Linux: SIGKILL when score dies, even by SIGKILL (``PR_SET_PDEATHSIG``).
+    Elsewhere None: a killed score leaves lmms-eval running (docs/score.md)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved here: the child only calls it
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def set_death_signal() -> None:
+        prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # score died before the call took effect
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return set_death_signal
+
+
+class Interrupted(Exception):
+    """SIGTERM, SIGHUP or SIGINT arrived: unwinds so the child is ended and the scratch folder removed."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def signals_unwind() -> Iterator[None]:
+    """While inside: SIGTERM/SIGHUP/SIGINT raise :class:`Interrupted` (the default SIGTERM action would
+    kill score without cleaning up). Only the main thread may set handlers; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, _frame: Any) -> None:
+        raise Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def remove_stale_scratch(root: Path | None = None) -> None:
+    """Remove the scratch folders of scores that were killed (SIGKILL leaves them): their owner pid is gone."""
+    for folder in Path(root or tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"):
+        try:
+            if folder.stat().st_uid != os.getuid():
+                continue
+            owner = int((folder / OWNER_FILE).read_text(encoding="ascii").strip())
+        except (OSError, ValueError, AttributeError):
+            continue  # not ours, not one of these folders, or its owner has not written the file yet
+        if owner != os.getpid() and not _alive(owner):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def lock_path(folder: Path, root: Path | None = None) -> Path:
+    """The lock file of a run folder: ``$TMPDIR/lmms-eval-plugins-score.lock-<hash of its real path>``."""
+    key = hashlib.sha256(os.path.realpath(folder).encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return Path(root or tempfile.gettempdir()) / f"{LOCK_PREFIX}{key}"
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold the folder's :func:`lock_path` (``flock``): a second score on the folder waits, saying so, and
+    then finds the first one's verdicts in the judge cache. Released when score exits, however it exits."""
+    path = lock_path(folder)
+    try:
+        import fcntl
+        handle = path.open("a+", encoding="ascii")
+    except (ImportError, OSError) as exc:  # no flock (Windows), another user's lock file: go on unlocked
+        print(f"lmms-eval-plugins score: cannot lock {path} ({exc}); a concurrent score on {folder} would repeat "
+              "judge calls", file=sys.stderr)
+        yield
+        return
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip()[:20] or "unknown"
+            print(f"lmms-eval-plugins score: another score is running on this folder (pid {holder}), waiting",
+                  file=sys.stderr, flush=True)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        yield
 
 
 def replay_failure(output: str) -> str | None:
@@ -337,18 +515,35 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--judge-model", help=f"judge model (sets {JUDGE_MODEL_ENV})")
     parser.add_argument("--strict", action="store_true", help=f"official-parity parsing where a benchmark has it "
                         f"(the exact-string scores of the official code; sets {STRICT_ENV}=1)")
+    parser.add_argument("--include_path", metavar="DIR", help="a task folder to index besides the installed benchmarks "
+                        "(a stored run's include_path is never used: give it here if you trust it)")
     parser.add_argument("-v", "--verbose", action="store_true", help="show lmms-eval's output as it runs")
     args = parser.parse_args(argv)
 
+    remove_stale_scratch()
     try:
         original_path = find_results(args.output_path, args.results)
         original = read_results(original_path)
         tasks = run_tasks(original, args.tasks, original_path)
         check_logged_samples(original_path, tasks)
+        config = original.get("config") or {}
+        if not isinstance(config, Mapping):
+            raise ScoreInputError(f"{original_path}: config is not an object: the results file was edited or damaged")
+        include = include_options(config, original_path, args.include_path)
+        forwarded_options(config, original_path)  # a tampered option is refused before anything runs
     except ScoreInputError as exc:
         print(f"lmms-eval-plugins score: error: {exc}", file=sys.stderr)
         return 2
+    try:
+        with signals_unwind(), folder_lock(original_path.parent):
+            return replay_and_install(args, original_path, original, config, tasks, include)
+    except Interrupted as exc:
+        print(f"lmms-eval-plugins score: stopped by {exc}: lmms-eval ended, temporary files removed", file=sys.stderr)
+        return 128 + exc.signum
 
+
+def replay_and_install(args: argparse.Namespace, original_path: Path, original: Mapping[str, Any],
+                       config: Mapping[str, Any], tasks: list[str], include: list[str]) -> int:
     env = dict(os.environ)
     if args.judge:
         env[JUDGE_ENV] = args.judge
@@ -358,9 +553,10 @@ def main(argv: list[str]) -> int:
         env[STRICT_ENV] = "1"
     print(f"lmms-eval-plugins score: replaying {len(tasks)} task(s) of {original_path} through lmms-eval "
           f"(--model replay){'' if args.verbose else '; -v shows its output'}", file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="lmms-eval-plugins-score-") as scratch_name:
+    with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as scratch_name:
         scratch = Path(scratch_name)
-        command = replay_command(original_path, tasks, scratch / "out", original.get("config") or {})
+        (scratch / OWNER_FILE).write_text(f"{os.getpid()}\n", encoding="ascii")
+        command = replay_command(original_path, tasks, scratch / "out", config, include)
         returncode, output = run_replay(command, env, scratch, args.verbose)
         produced = sorted((scratch / "out").rglob(f"*{RESULTS_SUFFIX}"))
         if not produced:

@@ -14,7 +14,7 @@ It speaks the part of the hub's HTTP API that ``huggingface_hub``'s ``hf_hub_dow
 
 Any other path is a plain file added with :meth:`FakeHub.add_url` (ErrorRadar's image URLs).
 Faults (:class:`Fault`) make a repository file or a URL slow, fail with a status a given number of
-times, or drop the connection mid-file. Both servers bind 127.0.0.1 only; nothing leaves the machine.
+times, drop the connection mid-file, trickle the file a byte at a time, or send bytes without end. Both servers bind 127.0.0.1 only; nothing leaves the machine.
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ class Fault:
     error_code: str | None = None    # the hub's X-Error-Code header for that status
     delay: float = 0.0               # seconds before answering (the client's read timeout fires first)
     drop_after: int | None = None    # GET only: send the headers and this many body bytes, then hang up
+    trickle: float | None = None     # GET only: send the body one byte per this many seconds (each read is quick)
+    endless: bool = False            # GET only: no Content-Length, then bytes until the client hangs up
     times: int | None = 1
     methods: tuple[str, ...] = ("GET", "HEAD")
 
@@ -157,7 +159,7 @@ class FakeHub:
             fault = self.faults.get(key)
             if fault is None or method not in fault.methods:
                 return None
-            if fault.drop_after is not None and (method != "GET" or not body):
+            if (fault.drop_after is not None or fault.trickle is not None or fault.endless) and (method != "GET" or not body):
                 return None
             if fault.times is not None:
                 if fault.times <= 0:
@@ -316,7 +318,35 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             if fault is not None and fault.drop_after is not None and method == "GET":
                 self._send(status, headers, body, method, cut=fault.drop_after)
                 return
+            if fault is not None and (fault.trickle is not None or fault.endless) and method == "GET":
+                self._stream(status, headers, body, fault)
+                return
             self._send(status, headers, body, method)
+
+        def _stream(self, status: int, headers: Mapping[str, str], body: bytes, fault: Fault) -> None:
+            """A trickled body (a byte at a time) or an endless one (the file's bytes over and over, no length)."""
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            if not fault.endless:
+                self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            piece = body or b"\0"
+            try:
+                if fault.endless:
+                    while not hub._stopping.is_set():
+                        self.wfile.write(piece * max(1, 65536 // len(piece)))
+                        self.wfile.flush()
+                else:
+                    for i in range(len(body)):
+                        if hub._stopping.wait(fault.trickle or 0):
+                            return
+                        self.wfile.write(body[i:i + 1])
+                        self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError, OSError):  # the client gave up: the test's point
+                return
 
         def _send(self, status: int, headers: Mapping[str, str], body: bytes, method: str, cut: int | None = None) -> None:
             self.send_response(status)

@@ -27,6 +27,8 @@ from typing import Any
 TEST_API_KEY = "sk-test-SECRET-0123456789abcdef"
 
 _FIELD = re.compile(r"<<<BEGIN (\w+)>>>\n(.*?)\n?<<<END \1>>>", re.DOTALL)
+# the verdict tag a rubric request asks for (the last such tag of its first user message)
+_SCORE_TAG = re.compile(r"<(score-[0-9a-f]+)></score-[0-9a-f]+>")
 
 
 @dataclass
@@ -39,7 +41,8 @@ class Reply:
     content_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # extra seconds before answering (on top of the server's latency)
-    usage: tuple[int, int] = (42, 3)
+    usage: tuple[Any, Any] = (42, 3)  # any JSON numbers: hostile judges send negative or absurd counts
+    trickle: float = 0.0  # seconds between the bytes of the body (a judge that never trips a per-read timeout)
 
 
 @dataclass
@@ -95,11 +98,33 @@ def canned_rubric_lists(fields: dict[str, str]) -> tuple[list[bool], list[bool]]
     return coverage, correctness
 
 
+def score_tag(body: dict[str, Any]) -> str:
+    """The verdict tag name the request asks for (``score-NONCE``), ``score`` if it names none."""
+    for message in body.get("messages") or []:
+        if message.get("role") == "user":
+            tags = _SCORE_TAG.findall(str(message.get("content")))
+            return tags[-1] if tags else "score"
+    return "score"
+
+
+def score_block(body: dict[str, Any], verdict: Any) -> str:
+    """``verdict`` (JSON-encoded unless text) wrapped in the verdict tags of the request."""
+    tag = score_tag(body)
+    text = verdict if isinstance(verdict, str) else json.dumps(verdict)
+    return f"<{tag}>{text}</{tag}>"
+
+
+def retag(text: str, tag: str) -> str:
+    """``text`` with its exact ``<score>``/``</score>`` tags renamed to ``tag`` (tests build replies with
+    the plain tags and send them with the request's nonce tag); other spellings are left as they are."""
+    return text.replace("<score>", f"<{tag}>").replace("</score>", f"</{tag}>")
+
+
 def canned_content(body: dict[str, Any]) -> str:
     fields = data_fields(body)
     if "SCORING_POINTS" in fields:
         coverage, correctness = canned_rubric_lists(fields)
-        return "<score>" + json.dumps({"coverage": coverage, "correctness": correctness}) + "</score>"
+        return score_block(body, {"coverage": coverage, "correctness": correctness})
     return canned_binary(fields)
 
 
@@ -159,6 +184,8 @@ class JudgeServer:
         self.lifetime = lifetime
         self.require_key = require_key
         self.requests: list[dict[str, Any]] = []  # every request body, in arrival order
+        self.trickles_started = 0  # trickled bodies begun, and sent to the end (the client waited for all of it)
+        self.trickles_finished = 0
         self.request_headers: list[dict[str, str]] = []
         self._attempts: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -206,18 +233,27 @@ class JudgeServer:
                     model = str(body.get("model", "judge-test"))
                     payload = json.dumps(completion_body(reply.content or "", model, reply.usage, len(server.requests))).encode()
                 try:
-                    self._send(reply.status, payload, reply.content_type, reply.headers)
+                    self._send(reply.status, payload, reply.content_type, reply.headers, reply.trickle)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
                     self.close_connection = True
 
-            def _send(self, status: int, payload: bytes, ctype: str, headers: dict[str, str]) -> None:
+            def _send(self, status: int, payload: bytes, ctype: str, headers: dict[str, str], trickle: float = 0.0) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(payload)))
                 for k, v in headers.items():
                     self.send_header(k, v)
                 self.end_headers()
-                self.wfile.write(payload)
+                if trickle <= 0:
+                    self.wfile.write(payload)
+                    return
+                server.trickles_started += 1
+                for i in range(len(payload)):  # one byte at a time, until the client hangs up
+                    if server._stop.wait(trickle):
+                        return
+                    self.wfile.write(payload[i : i + 1])
+                    self.wfile.flush()
+                server.trickles_finished += 1
 
         class Server(ThreadingHTTPServer):
             daemon_threads = True

@@ -368,3 +368,19 @@ def test_failed_model_requests_mean_not_completed(tmp_path, isolated_env):
     assert "unreachable" in row["error"]  # the proxy's 502 names the dead endpoint
     assert row["observed"]["requests"] >= 2 and row["observed"]["error_replies"] == row["observed"]["requests"]
     assert "**requests failed**: 2 of 2 model requests failed" in table and "0/1 tasks completed" in table
+
+
+def test_the_markdown_carries_no_raw_html_no_key_and_no_code_span_break_out():
+    """Issue 27: task names, errors and replies are untrusted; a backtick run in a reply cannot end its span."""
+    import re
+
+    reply = "x `` <img src=x onerror=alert(1)> ``` y"
+    reports = [cm.TaskReport("<script>alert(1)</script>", "errorradar", True, requests=2, parsed=1, compliance=50.0,
+                             typical_failure={"parse_error": "<iframe src=//evil>", "count": 1, "example_output": reply}),
+               cm.TaskReport("t2", "mmerror", False, error="<img src=x onerror=alert(2)>")]
+    text = cm.markdown(reports, model="<b>m</b>", model_args="pretrained=p,apikey=sk-LEAK1,auth=Bearer LEAK2")
+    assert "sk-LEAK1" not in text and "LEAK2" not in text and "apikey=***" in text
+    outside_spans = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", text)
+    for tag in ("<script", "<img", "<iframe", "<b>"):
+        assert tag not in outside_spans, tag
+    assert "````x `` <img src=x onerror=alert(1)> ``` y````" in text  # a fence of 4: longer than the ``` inside

@@ -159,3 +159,74 @@ def test_a_json_file_that_is_not_utf8_is_a_named_data_error(tmp_path):
         read_json(path)
     text = str(info.value)
     assert "not UTF-8 text: byte 0xe9 at offset 18" in text and str(path) in text and "re-save the file as UTF-8" in text
+
+
+# ------------------------------------------------------------------------------ bounded JSON (issue 27)
+
+@pytest.mark.parametrize("text, value", [
+    ("[" * 100 + "]" * 100, None),  # exactly at the limit: read
+    ('["' + "[" * 500 + '"]', ["[" * 500]),  # brackets inside a string do not nest
+    ('{"a": "\\"[[[["}', {"a": '"[[[['}),  # nor after an escaped quote
+    ("9" * 4300, int("9" * 4300)),
+])
+def test_json_within_the_bounds_is_read(text, value):
+    from lmms_eval_plugins.data import parse_json
+
+    parsed = parse_json(text)
+    assert value is None or parsed == value
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("[" * 101 + "]" * 101, "JSON nested more than 100 levels deep"),
+    ('{"a":' * 100_000 + "1" + "}" * 100_000, "JSON nested more than 100 levels deep"),  # a RecursionError before
+    ("[" + "1" * 4301 + "]", "an integer of more than 4300 digits"),  # a bare ValueError before
+])
+def test_json_beyond_the_bounds_is_a_named_error_in_every_reader(tmp_path, text, problem):
+    from lmms_eval_plugins.data import JsonLimitError, parse_json, read_json
+    from lmms_eval_plugins.logged_samples import read_samples
+
+    with pytest.raises(JsonLimitError, match=problem):
+        parse_json(text)
+    path = tmp_path / "data.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DataError) as info:
+        read_json(path)
+    assert info.value.problem == problem and info.value.path == str(path) and "restore it" in info.value.fix
+    lines = tmp_path / "samples.jsonl"
+    lines.write_text('{"doc_id": 0}\n{"doc_id": 1, "x": ' + text + "}\n", encoding="utf-8")
+    for reader in (read_jsonl, read_samples):
+        with pytest.raises(DataError) as info:
+            reader(lines)
+        assert info.value.problem == f"line 2: {problem}" and info.value.path == str(lines)
+
+
+def test_a_doc_id_logged_twice_names_both_lines(tmp_path):
+    from lmms_eval_plugins.logged_samples import DuplicateDocError, read_samples
+
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"doc_id": 0}\n{"doc_id": "0"}\n{"doc_id": 1}\n\n{"doc_id": 0}\n', encoding="utf-8")
+    with pytest.raises(DuplicateDocError) as info:  # "0" is another doc_id than 0; blank lines still count
+        read_samples(path)
+    assert info.value.problem == "line 5: doc_id 0 is logged twice (lines 1 and 5)" and info.value.path == str(path)
+    path.write_text('{"doc_id": 0}\n{"doc_id": "0"}\n{"no_id": 1}\n{"no_id": 1}\n', encoding="utf-8")
+    assert len(read_samples(path)) == 4  # records without a doc_id are the caller's to refuse
+
+
+@pytest.mark.parametrize("task", ["a/b", "../x", "/abs/t.yaml", "a,b", "t*", ".hidden", "", "x" * 201, None])
+def test_a_task_name_is_a_plain_name(tmp_path, task):
+    from lmms_eval_plugins.logged_samples import check_task_name, samples_path
+
+    with pytest.raises(DataError, match="is not a task name"):
+        check_task_name(task, path=tmp_path / "r.json")
+    if isinstance(task, str):
+        with pytest.raises(DataError):
+            samples_path(tmp_path / "r_results.json", task)
+    assert check_task_name("mmerror_etc_sample", path=tmp_path) == "mmerror_etc_sample"
+
+
+def test_an_overlong_file_name_from_the_data_is_a_named_error_not_an_oserror(tmp_path):
+    name = "v" * 300 + ".mp4"  # OSError: File name too long at the first stat() before
+    error = _refused(tmp_path, f"videos/{name}")
+    assert "holds a name of 304 bytes; file systems allow 255" in error.problem
+    assert safe_path(tmp_path, "v" * 251, record="r", suffix=".mp4").name == "v" * 251 + ".mp4"
+    _refused(tmp_path, "v" * 252, suffix=".mp4")  # the suffix counts

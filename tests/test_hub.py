@@ -324,6 +324,89 @@ def test_a_missing_image_is_skipped_and_counted_when_asked(hub, monkeypatch):
     assert er.agg_skipped_by_reason(items) == {"missing media": 1} and er.agg_skipped(items) == 1
 
 
+def test_a_trickling_image_stops_at_the_total_deadline(hub, monkeypatch):
+    """A byte every 0.05 s never trips the 0.5 s read timeout; the 1.5 s deadline for the file ends it (issue 27)."""
+    paths = add_errorradar(hub)
+    qid = _first_id()
+    hub.fault_url(paths[qid], Fault(trickle=0.05, times=None))
+    monkeypatch.setenv(data.DOWNLOAD_DEADLINE_ENV, "1.5")
+    started = time.monotonic()
+    with pytest.raises(MediaError) as info:
+        er_docs(ER_AUTO)
+    assert time.monotonic() - started < 5
+    error = info.value
+    assert error.record == qid and "not complete within the deadline" in error.problem and "deadline 1.5s" in error.problem
+    assert data.DOWNLOAD_DEADLINE_ENV in error.fix
+    assert len(hub.seen("GET", paths[qid])) == 1  # past the deadline: no retry
+    assert not list((Path(os.environ[data.CACHE_ENV]) / "errorradar" / "images").glob(f"{qid}*"))
+
+
+def test_an_endless_image_stops_at_the_size_cap_and_is_skipped_when_asked(hub, monkeypatch):
+    paths = add_errorradar(hub)
+    qid = _first_id()
+    hub.fault_url(paths[qid], Fault(endless=True, times=None))
+    monkeypatch.setenv(data.DOWNLOAD_MAX_BYTES_ENV, "100000")
+    with pytest.raises(MediaError) as info:
+        er_docs(ER_AUTO)
+    assert "past the cap of 100,000 bytes" in info.value.problem and data.DOWNLOAD_MAX_BYTES_ENV in info.value.fix
+    assert len(hub.seen("GET", paths[qid])) == 1
+    cache = Path(os.environ[data.CACHE_ENV]) / "errorradar" / "images"
+    assert not list(cache.glob(f"{qid}*")) and not list(cache.glob(".*.part"))
+    monkeypatch.setenv(data.SKIP_MISSING_MEDIA_ENV, "1")
+    docs = er_docs(ER_AUTO)
+    assert len(docs) == 9 and er.agg_skipped_by_reason(
+        [er.process_results_step(d, [d["oracle_response"]])["skipped_by_reason"] for d in docs]) == {"missing media": 1}
+
+
+def test_an_announced_length_above_the_cap_is_refused_before_the_body(hub, tmp_path):
+    url = hub.add_url("/images/big.png", b"x" * 5000)
+    with pytest.raises(MediaError) as info:
+        data.fetch_url(url, tmp_path / "big.png", record="r1", limits=(10.0, 4096))
+    assert "announces 5,000 bytes, above the cap of 4,096" in info.value.problem
+    assert not (tmp_path / "big.png").exists()
+    assert data.fetch_url(url, tmp_path / "big.png", record="r1", limits=(10.0, 5000)).stat().st_size == 5000
+
+
+def test_download_limits_come_from_the_settings_and_refuse_bad_values(monkeypatch):
+    monkeypatch.delenv(data.DOWNLOAD_DEADLINE_ENV, raising=False)
+    monkeypatch.delenv(data.DOWNLOAD_MAX_BYTES_ENV, raising=False)
+    assert data.download_limits() == (data.DEFAULT_DOWNLOAD_DEADLINE, data.DEFAULT_DOWNLOAD_MAX_BYTES)
+    monkeypatch.setenv(data.DOWNLOAD_DEADLINE_ENV, "2.5")
+    monkeypatch.setenv(data.DOWNLOAD_MAX_BYTES_ENV, "1000")
+    assert data.download_limits() == (2.5, 1000)
+    for name, bad in ((data.DOWNLOAD_DEADLINE_ENV, "0"), (data.DOWNLOAD_MAX_BYTES_ENV, "1.5"), (data.DOWNLOAD_MAX_BYTES_ENV, "0")):
+        monkeypatch.setenv(name, bad)
+        with pytest.raises(DataError, match=name):
+            data.download_limits()
+        monkeypatch.setenv(name, "7")
+
+
+def _point_at(hub: FakeHub, qid: str, path: str, body: bytes) -> None:
+    """Re-publish the CSV with ``qid``'s image at a new URL ``path`` serving ``body``."""
+    text = hub.repos[er.HUB_REPO].files[er.CSV_NAME].decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    for row in rows:
+        if row["question_id"] == qid:
+            row["content_image"] = hub.add_url(path, body)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    hub.add_dataset(er.HUB_REPO, {er.CSV_NAME: out.getvalue().encode(), "README.md": b"# ErrorRadar (fake)\n"})
+
+
+def test_a_changed_image_url_gets_the_new_image_not_the_cached_one(hub):
+    add_errorradar(hub)
+    qid = _first_id()
+    first = {d["question_id"]: d for d in er_docs(ER_AUTO)}[qid]["image_path"]
+    other = next(d["question_id"] for d in er_docs(ER_SAMPLE) if d["question_id"] != qid)
+    _point_at(hub, qid, "/images/moved.png", sample_png(other))
+    second = {d["question_id"]: d for d in er_docs(ER_AUTO)}[qid]["image_path"]
+    assert second != first and Path(second).read_bytes() == sample_png(other)
+    assert Path(first).read_bytes() == sample_png(qid)  # the old address keeps its own file
+    assert len(hub.seen("GET", "/images/moved.png")) == 1
+
+
 def test_fetch_url_reuses_a_finished_file_and_refuses_bad_settings(hub, tmp_path, monkeypatch):
     url = hub.add_url("/images/a.png", b"png bytes")
     dest = tmp_path / "dl" / "a.png"

@@ -6,6 +6,8 @@ WHICH frames were decoded instead of trusting the returned indices.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -470,3 +472,128 @@ def test_intervals_past_the_end_by_hand():
     assert intervals_past_end(intervals, 10.0) == [2, 3]
     assert intervals_past_end(intervals, 10.0, tolerance=2.0) == [2]
     assert intervals_past_end([], 10.0) == []
+
+
+# --- hostile files (issue 27): every decoder error is a named MediaError; frames have a pixel cap -----------
+
+def ztxt_bomb(path, chunks: int = 70, size: int = 1_000_000):
+    """A valid 8x8 PNG carrying ``chunks`` zTXt chunks of ``size`` zero bytes each (about 1 KB apiece on disk):
+    PIL refuses more than 64 MB of text with a bare ``ValueError``."""
+    import struct
+    import zlib
+
+    Image.new("RGB", (8, 8)).save(path)
+    raw = path.read_bytes()
+    body = b"Comment\0\0" + zlib.compress(b"\0" * size, 9)
+    chunk = struct.pack(">I", len(body)) + b"zTXt" + body + struct.pack(">I", zlib.crc32(b"zTXt" + body))
+    ihdr_end = 8 + 8 + 13 + 4  # signature, IHDR length+type, IHDR data, CRC
+    path.write_bytes(raw[:ihdr_end] + chunk * chunks + raw[ihdr_end:])
+    return path
+
+
+def test_a_png_with_too_much_text_is_a_named_error_not_a_bare_value_error(tmp_path):
+    path = ztxt_bomb(tmp_path / "ztxt.png")
+    assert path.stat().st_size < 200_000
+    with pytest.raises(MediaError, match="cannot decode image") as err:
+        load_image(path, record_id="q7")
+    assert err.value.record == "q7" and str(path) in str(err.value)
+
+
+@pytest.mark.parametrize("raised", [ValueError("Too much memory used in text chunks"), SyntaxError("not a PNG"),
+                                    EOFError(), IndexError("tuple index out of range"), Image.DecompressionBombError("bomb")])
+def test_every_decoder_error_type_is_a_named_media_error(tmp_path, monkeypatch, raised):
+    import struct
+
+    path = tmp_path / "a.png"
+    Image.new("RGB", (4, 4)).save(path)
+    monkeypatch.setattr(Image.Image, "load", lambda self: (_ for _ in ()).throw(raised))
+    with pytest.raises(MediaError, match="cannot decode image"):
+        load_image(path, record_id="q1")
+    monkeypatch.setattr(Image.Image, "load", lambda self: (_ for _ in ()).throw(struct.error("unpack requires")))
+    with pytest.raises(MediaError, match="cannot decode image"):
+        load_image(path, record_id="q1")
+
+
+def test_with_skipping_on_an_unreadable_file_is_a_placeholder_and_its_sample_is_left_out(tmp_path, monkeypatch):
+    from lmms_eval_plugins import outcome
+
+    bad = ztxt_bomb(tmp_path / "bad.png")
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    (folder / "000001.jpg").write_bytes(b"not a jpeg")
+    monkeypatch.setattr(outcome, "_UNREADABLE", {})
+    monkeypatch.setenv("LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA", "1")
+    image = load_image(bad, record_id="q7")
+    assert image.size == (32, 32) and image.mode == "RGB"
+    (tmp_path / "garbage.mp4").write_bytes(b"not a video")
+    video = sample_video(tmp_path / "garbage.mp4", 8, record_id="v1")
+    assert len(video.frames) == 2 and video.frames[0].size == (32, 32)
+    assert len(sample_frame_folder(folder, 4, record_id="f1").frames) == 2
+    # the doc that names the file is skipped in every metric; a doc with the same id but other media is not
+    doc = {"question_id": "q7", "image_path": str(bad), "skipped_records": "{}"}
+    out = outcome.with_unscored({"acc": {"correct": True}}, ["reply"], doc=doc)
+    assert outcome.is_media_skipped(out["acc"]) and out["unscored"] == {"unscored": None}
+    assert outcome.skipped_counts([out["skipped"]]) == {"unreadable media": 1}
+    other = outcome.with_unscored({"acc": {"correct": True}}, ["reply"], doc={**doc, "image_path": str(tmp_path / "ok.png")})
+    assert not outcome.is_media_skipped(other["acc"])
+    nested = {"record": "v1", "media": [{"path": str(tmp_path / "garbage.mp4")}]}
+    assert outcome.unreadable_media_of(nested) == outcome.unreadable_media_of({**nested, "media": json.dumps(nested["media"])})
+    assert outcome.unreadable_media_of(nested) == f"v1|{tmp_path / 'garbage.mp4'}"
+    assert outcome.unreadable_media_of({**nested, "record": "v2"}) is None  # another record naming the same file
+    # skipping off: a named error, as before
+    monkeypatch.delenv("LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA")
+    with pytest.raises(MediaError) as err:
+        load_image(bad, record_id="q7")
+    assert err.value.record == "q7"
+
+
+def test_guarded_aggregations_leave_skipped_items_out_and_counts_add_them_once():
+    from lmms_eval_plugins import outcome
+
+    mean = outcome.guard(lambda items: sum(i["correct"] for i in items) / len(items))
+    skipped = {"correct": False, outcome.MEDIA_SKIP_FIELD: "unreadable media", "skipped_key": "q1|a.png"}
+    # by hand: (1 + 0 + 1) / 3 without the skipped item; the skipped one would make it 2 / 4
+    assert mean([{"correct": 1}, {"correct": 0}, skipped, {"correct": 1}]) == pytest.approx(2 / 3)
+    assert mean([skipped]) is None  # nothing left to aggregate: null, never an exception
+    stamp = {"skipped_records": '{"missing media": 2}'}
+    items = [stamp, {**stamp, **skipped}, {**stamp, **skipped}, {**stamp, **skipped, "skipped_key": "q2|b.png"}]
+    assert outcome.agg_skipped_by_reason(items) == {"missing media": 2, "unreadable media": 2}
+    assert outcome.agg_skipped(items) == 4
+    assert outcome.guard(outcome.agg_skipped) is outcome.agg_skipped
+
+
+def avi_of(path, width: int, height: int, frames: int = 2):
+    """A tiny MJPEG AVI of black frames (PyAV)."""
+    import av
+
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("mjpeg", rate=4)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuvj420p"
+        for _ in range(frames):
+            frame = av.VideoFrame.from_ndarray(np.zeros((height, width, 3), np.uint8), format="rgb24")
+            for packet in stream.encode(frame.reformat(format="yuvj420p")):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    return path
+
+
+def test_video_frames_above_the_pixel_cap_are_refused_before_decoding(tmp_path, monkeypatch):
+    from lmms_eval_plugins import media
+
+    path = avi_of(tmp_path / "wide.avi", 320, 240)
+    assert media.video_header_size(path) == (320, 240)
+    monkeypatch.setenv(media.MAX_VIDEO_PIXELS_ENV, "70000")
+    opened = []
+    monkeypatch.setattr(media, "_reader", lambda *a, **k: opened.append(a) or pytest.fail("decord opened the file"))
+    for call in (lambda: video_info(path, "v9"), lambda: sample_video(path, 2, record_id="v9")):
+        with pytest.raises(MediaError, match="320 x 240 pixels, above the limit of 70,000") as err:
+            call()
+        assert err.value.record == "v9" and media.MAX_VIDEO_PIXELS_ENV in err.value.fix
+    assert not opened
+    monkeypatch.undo()
+    monkeypatch.setenv(media.MAX_VIDEO_PIXELS_ENV, "76800")
+    assert video_info(path).width == 320
+    monkeypatch.setenv(media.MAX_VIDEO_PIXELS_ENV, "many")
+    with pytest.raises(MediaError, match=media.MAX_VIDEO_PIXELS_ENV):
+        media.max_video_pixels()

@@ -163,7 +163,8 @@ def test_errorradar_hub_images_land_in_the_cache(tmp_path, monkeypatch):
     source = _er_hub(tmp_path, monkeypatch, [_er_row("b" * 32)])
     monkeypatch.setattr(er, "fetch_all", lambda jobs: [shutil.copy(ER_PNG, dest) and dest for _, dest, _ in jobs])
     [record] = er.load_records(source)
-    assert record["image_path"] == str((tmp_path / "cache" / "errorradar" / "images" / f"{'b' * 32}.png").resolve())
+    name = "b" * 32 + er.hub_image_suffix(_er_row("b")["content_image"])  # keyed by id and URL (issue 27)
+    assert record["image_path"] == str((tmp_path / "cache" / "errorradar" / "images" / name).resolve())
 
 
 def test_errorradar_hub_cache_entry_linking_out_is_refused(tmp_path, monkeypatch):
@@ -171,7 +172,8 @@ def test_errorradar_hub_cache_entry_linking_out_is_refused(tmp_path, monkeypatch
     source = _er_hub(tmp_path, monkeypatch, [_er_row("c" * 32)])
     cache = tmp_path / "cache" / "errorradar" / "images"
     cache.mkdir(parents=True)
-    (cache / f"{'c' * 32}.png").symlink_to(secret)  # a planted "already downloaded" file
+    planted = "c" * 32 + er.hub_image_suffix(_er_row("c")["content_image"])
+    (cache / planted).symlink_to(secret)  # a planted "already downloaded" file
     _refused(lambda: er.load_records(source), record="c" * 32, field="question_id")
 
 

@@ -19,7 +19,12 @@ import pytest
 from lmms_eval.api.instance import Instance
 
 from lmms_eval_plugins import score
-from lmms_eval_plugins.models.replay import Replay, ReplayError, lmms_doc_hash, reply_text
+from lmms_eval_plugins.models.replay import (
+    Replay,
+    ReplayError,
+    lmms_doc_hash,
+    reply_text,
+)
 from lmms_eval_plugins.outcome import REQUEST_FAILED
 from lmms_eval_plugins.testing.cli_run import OFFLINE_ENV, run_lmms_eval
 
@@ -195,8 +200,36 @@ def test_a_changed_task_version_or_gold_answer_is_refused(tmp_path):
 def test_options_of_the_run_that_the_replay_keeps():
     config = {"limit": 5.0, "resolved_cli_args": {"limit": 5.0, "offset": 0, "num_fewshot": None, "reasoning_tags": "none",
                                                   "include_path": None, "process_with_media": True, "gen_kwargs": "t=0"}}
-    assert score.forwarded_options(config) == ["--limit", "5.0", "--offset", "0", "--reasoning_tags", "none",
+    assert score.forwarded_options(config) == ["--limit=5.0", "--offset=0", "--reasoning_tags=none",
                                                "--process_with_media"]
+    # a value starting with '-' stays one value: it cannot smuggle in another lmms-eval option
+    hostile = {"resolved_cli_args": {"system_instruction": "--include_path=/x"}}
+    assert score.forwarded_options(hostile) == ["--system_instruction=--include_path=/x"]
+
+
+@pytest.mark.parametrize("field, value", [("limit", "5; rm"), ("offset", True), ("num_fewshot", [1]),
+                                          ("reasoning_tags", {"a": 1}), ("system_instruction", "a\0b")])
+def test_a_forwarded_option_of_the_wrong_type_is_named_tampering(tmp_path, field, value):
+    with pytest.raises(score.ScoreInputError, match=rf"r.json: config.resolved_cli_args.{field} is .*edited or damaged"):
+        score.forwarded_options({"resolved_cli_args": {field: value}}, tmp_path / "r.json")
+
+
+def test_include_path_comes_from_the_command_line_only(tmp_path):
+    installed = [str(tmp_path / "ours")]
+    stored = {"resolved_cli_args": {"include_path": str(tmp_path / "run" / "evil")}}
+    with pytest.raises(score.ScoreInputError, match=r"r.json: config.resolved_cli_args.include_path names .*evil.*"
+                                                    r"--include_path DIR"):
+        score.include_options(stored, tmp_path / "r.json", None, lambda: installed)
+    as_list = {"resolved_cli_args": {"include_path": [str(tmp_path / "ours"), "evil"]}}  # a --config file's list
+    with pytest.raises(score.ScoreInputError, match="'evil'"):
+        score.include_options(as_list, tmp_path / "r.json", None, lambda: installed)
+    # an installed benchmark's folder is indexed anyway: nothing to forward, nothing to refuse
+    assert score.include_options({"resolved_cli_args": {"include_path": installed[0]}}, tmp_path, None, lambda: installed) == []
+    assert score.include_options({"resolved_cli_args": {"include_path": None}}, tmp_path, None, lambda: installed) == []
+    # given by the user: used, whatever the run stored
+    assert score.include_options(stored, tmp_path, "mine", lambda: installed) == [f"--include_path={Path('mine').resolve()}"]
+    command = score.replay_command(tmp_path / "r.json", ["t"], tmp_path / "o", stored, ["--include_path=/trusted"])
+    assert [a for a in command if a.startswith("--include_path")] == ["--include_path=/trusted"]
 
 
 # ------------------------------------------------------------------------------------------ CLI runs

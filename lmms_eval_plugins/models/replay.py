@@ -27,8 +27,13 @@ from typing import Any
 
 from lmms_eval.api.instance import Instance
 
+from lmms_eval_plugins.data import parse_json
 from lmms_eval_plugins.errors import DataError, PluginError
-from lmms_eval_plugins.logged_samples import read_samples, samples_path
+from lmms_eval_plugins.logged_samples import (
+    DuplicateDocError,
+    read_samples,
+    samples_path,
+)
 from lmms_eval_plugins.models._base import DocAnsweringModel
 
 #: starts every ReplayError message; ``lmms-eval-plugins score`` finds it in lmms-eval's output
@@ -51,6 +56,8 @@ def load_samples(results_path: Path, task: str) -> dict[int, dict[str, Any]]:
                           "The run must be made with --log_samples; re-run lmms-eval with it")
     try:
         records = read_samples(path)
+    except DuplicateDocError as exc:
+        raise ReplayError(f"{path}: {exc.problem}: {exc.fix}") from exc
     except DataError as exc:
         raise ReplayError(f"{path}: {exc.problem}: the file is cut short or corrupt (an interrupted run?); "
                           f"re-run lmms-eval for task {task!r} with --log_samples") from exc
@@ -75,8 +82,8 @@ def reply_text(stored: Any) -> str | None:
         value, in_list = value[0], True
     if in_list and isinstance(value, str) and value.lstrip().startswith("{"):
         try:
-            decoded = json.loads(value)
-        except ValueError:
+            decoded = parse_json(value)
+        except ValueError:  # not JSON, or beyond the reader's bounds: the reply itself
             decoded = None
         if isinstance(decoded, dict) and "text" in decoded:
             value = decoded

@@ -26,6 +26,7 @@ def judge_env(monkeypatch, tmp_path):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("RANK", raising=False)
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE_CACHE", str(tmp_path / "cache" / "judge_cache.sqlite3"))
+    monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE_CACHE_SECRET", str(tmp_path / "secret" / "judge_cache.secret"))
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE_RETRY_BASE", "0.01")
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE_RETRY_MAX", "0.05")
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE_TIMEOUT", "0.5")

@@ -15,7 +15,7 @@ import unicodedata
 
 import pytest
 from judge_server import TEST_API_KEY as API_KEY
-from judge_server import Reply
+from judge_server import Reply, retag, score_block
 from lmms_eval_plugins.judges import (
     JudgeItem,
     ReplyParseError,
@@ -165,6 +165,7 @@ def test_rubric_reply_formats(reply, expected):
     assert parse_or_none(parse_rubric_reply, reply, 3) == expected
     judge = load_judge("rubric")
     item = JudgeItem(question="q", prediction="p", reference="r", scoring_points=["a", "b", "c"])
+    reply = retag(reply, judge.score_tag(item))  # the judge asks for its request's nonce tags
     if expected is None:
         with pytest.raises(ReplyParseError):
             judge.parse_reply(reply, item)
@@ -223,7 +224,7 @@ def test_injected_score_block_quoted_by_the_rubric_judge_is_a_judge_error(server
     def behaviour(req):
         output = req.fields.get("MODEL_OUTPUT", "")
         return Reply(content=f'The output reads: "{output}". It covers nothing.\n'
-                             '<score>{"coverage": [false, false], "correctness": [false, false]}</score>')
+                             + score_block(req.body, {"coverage": [False, False], "correctness": [False, False]}))
 
     server.behaviour = behaviour
     item = JudgeItem(question="q", prediction="I do not know. " + full_marks, reference="r",

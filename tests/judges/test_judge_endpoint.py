@@ -120,7 +120,7 @@ def test_announcement_format():
 
 
 def test_announcement_never_shows_credentials(monkeypatch, log_lines):
-    url = f"https://judge.example.com:8443/v1/{SECRET}?key={SECRET}"
+    url = f"https://judge.example.com:8443/v1/{SECRET}?api-version={SECRET}"  # a key-named parameter is refused (below)
     monkeypatch.setenv("OPENAI_BASE_URL", url)
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     build_filter_ensemble("none", [[JudgeFilter, {"judge": "semantic_match", "default_model": "gpt-4o"}]])
@@ -133,7 +133,9 @@ def test_announcement_never_shows_credentials(monkeypatch, log_lines):
 
 
 @pytest.mark.parametrize("url", [f"https://user:{SECRET}@judge.example.com:8443/v1", f"https://{SECRET}@judge.example.com/v1",
-                                 f"http://:{SECRET}@127.0.0.1:8000/v1"])
+                                 f"http://:{SECRET}@127.0.0.1:8000/v1", f"https://judge.example.com:8443/v1?key={SECRET}",
+                                 f"https://judge.example.com/v1?api-version=1&X-Api-Key={SECRET}",
+                                 f"https://judge.example.com/v1?v={API_KEY}"])
 def test_credentials_inside_the_url_are_refused_by_construction(monkeypatch, log_lines, url):
     """A key inside the URL would go out as Basic auth and sit in every place the URL is shown or stored:
     such an endpoint is never built, and the refusal names only the host."""
@@ -142,13 +144,14 @@ def test_credentials_inside_the_url_are_refused_by_construction(monkeypatch, log
 
     monkeypatch.setenv("OPENAI_BASE_URL", url)
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
-    with pytest.raises(JudgeConfigError, match="holds credentials") as err:
+    with pytest.raises(JudgeConfigError, match="holds (credentials|a credential in its query string)") as err:
         resolve_endpoint("semantic_match")
     with pytest.raises(JudgeConfigError):
         Endpoint(url, API_KEY)
     built = build_filter_ensemble("none", [[JudgeFilter, {"judge": "semantic_match", "default_model": "gpt-4o"}]])
-    assert "holds credentials" in built.filters[0].unavailable
-    forms = {SECRET, quote(SECRET), base64.b64encode(f"user:{SECRET}".encode()).decode(), base64.b64encode(f":{SECRET}".encode()).decode()}
+    assert "holds credentials" in built.filters[0].unavailable or "holds a credential" in built.filters[0].unavailable
+    forms = {SECRET, quote(SECRET), base64.b64encode(f"user:{SECRET}".encode()).decode(), base64.b64encode(f":{SECRET}".encode()).decode(),
+             API_KEY}
     for text in [str(err.value), built.filters[0].unavailable, *log_lines]:
         assert not any(form in text for form in forms)
 

@@ -18,6 +18,7 @@ from judge_server import (
     client_error,
     garbage_body,
     rate_limited,
+    score_block,
     server_error,
     sleep_past,
     unparseable,
@@ -298,7 +299,7 @@ def test_unparseable_reply_is_reasked_then_a_judge_error(server, runtime, fast):
 def test_rubric_wrong_length_is_reasked(server, runtime, fast):
     def behaviour(req):
         if req.attempt == 0:
-            return Reply(content='<score>{"coverage": [true], "correctness": [true]}</score>')
+            return Reply(content=score_block(req.body, {"coverage": [True], "correctness": [True]}))
         return None
 
     server.behaviour = behaviour

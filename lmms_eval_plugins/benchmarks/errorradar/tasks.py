@@ -10,6 +10,7 @@ breakdown) and its sample standard deviation in ``<name>_std``; counts are total
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 import urllib.parse
 from pathlib import Path
@@ -179,6 +180,15 @@ def _attach_local_images(records: list[dict[str, Any]], folder: Path) -> list[di
     return keep_records_with_media(BENCHMARK, records, check)
 
 
+def hub_image_suffix(url: str) -> str:
+    """What follows the question id in a downloaded image's cache name: the URL's hash, then its extension.
+
+    Keyed by the URL too: a CSV that points a question at a new address gets the new image, not the old one."""
+    ext = url.rsplit(".", 1)[-1].lower() if "." in url.rsplit("/", 1)[-1] else "png"
+    ext = ext if ext in IMAGE_EXTENSIONS else "png"
+    return f".{hashlib.sha256(url.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}.{ext}"
+
+
 def _attach_hub_images(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The hub CSV holds image URLs: download each once into our cache (concurrently)."""
     folder = cache_dir(BENCHMARK, "images")
@@ -189,10 +199,8 @@ def _attach_hub_images(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             # file:// (or any other scheme) would read a local file outside the data and show it to the model
             raise DataError(f"content_image {url!r} is not an http(s) URL", record=record["question_id"],
                             fix="the hub CSV's content_image must be an http:// or https:// address")
-        ext = url.rsplit(".", 1)[-1].lower() if "." in url.rsplit("/", 1)[-1] else "png"
-        ext = ext if ext in IMAGE_EXTENSIONS else "png"
         dest = safe_path(folder, record["question_id"], record=record["question_id"], field="question_id", name=True,
-                         suffix=f".{ext}")
+                         suffix=hub_image_suffix(url))
         jobs.append((url, dest, record["question_id"]))
     outcomes = dict(zip((r["question_id"] for r in records), fetch_all(jobs)))
 
