@@ -24,25 +24,6 @@ _MD_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|", "\\": "\\\\",
 _MD_SPECIAL = re.compile("|".join(re.escape(c) for c in _MD_ESCAPES))
 
 
-def split_args(text: str) -> list[str]:
-    """``a=1,b="x,y",c={d:1,e:2}`` split at the commas outside quotes and brackets (as lmms-eval splits)."""
-    parts, depth, quote, start = [], 0, "", 0
-    for i, ch in enumerate(text):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "{[(":
-            depth += 1
-        elif ch in "}])":
-            depth = max(0, depth - 1)
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p for p in parts if p.strip()]
-
-
 def redact_url(value: str) -> str:
     """A URL with its userinfo password and its credential-like query values replaced by ``***``."""
     try:
@@ -68,12 +49,14 @@ def redact_arg(name: str, value: Any) -> str:
 
 
 def redact_model_args(model_args: str | Mapping[str, Any] | None,
-                      split: Callable[[str], list[str]] = split_args) -> str:
+                      split: Callable[[str], list[str]] | None = None) -> str:
     """``--model_args`` (the string, or lmms-eval's dict of them) with every credential-like value hidden."""
     if model_args is None:
         return ""
     if isinstance(model_args, Mapping):
         return ",".join(f"{k}={redact_arg(k, v)}" for k, v in model_args.items())
+    if split is None:
+        from lmms_eval_plugins.compat.private import split_model_args as split
     out = []
     for arg in split(str(model_args)):
         name, sep, value = arg.partition("=")

@@ -446,12 +446,22 @@ def mark_rescored(new: dict[str, Any], original: Mapping[str, Any], original_pat
     replay = {key: config.get(key) for key in RUN_CONFIG_KEYS}
     for key in RUN_CONFIG_KEYS:
         config[key] = was.get(key)
+    config["model_args"] = redacted_model_args(config.get("model_args"))  # lmms-eval redacts fewer names
     for key in RUN_TOP_KEYS:
         if key in original:
             new[key] = original[key]
     new[SCORE_KEY] = {"rescored_from": original_path.name, "strict": env.get(STRICT_ENV) == "1",
                       "judge": env.get(JUDGE_ENV) or None,
                       "judge_model": env.get(JUDGE_MODEL_ENV) or None, "replay": replay}
+
+
+def redacted_model_args(model_args: Any) -> Any:
+    """The stored ``model_args`` (a string or lmms-eval's dict) with credential-like values hidden."""
+    from lmms_eval_plugins.safe_text import redact_arg, redact_model_args
+
+    if isinstance(model_args, Mapping):
+        return {k: redact_arg(k, v) for k, v in model_args.items()}
+    return redact_model_args(model_args) if isinstance(model_args, str) else model_args
 
 
 def install(new_path: Path, new: Mapping[str, Any], scratch: Path, dest: Path) -> Path:

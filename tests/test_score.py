@@ -334,3 +334,13 @@ def test_a_changed_prompt_stops_the_replay_and_writes_nothing(oracle_run, tmp_pa
     assert status == 2, err + out
     assert f"{samples_file}: task 'errorradar_step_sample' doc_id 3: the prompt differs" in err
     assert _snapshot(copy) == files
+
+
+def test_rescored_results_hide_credential_like_model_args(tmp_path):
+    """The new results JSON names the original model, never its keys (lmms-eval redacts only some names)."""
+    for stored, shown in (("pretrained=m,apikey=sk-1,base_url=http://u:pw@h/v1", "pretrained=m,apikey=***,base_url=http://***@h/v1"),
+                          ({"pretrained": "m", "hf_token": "t"}, {"pretrained": "m", "hf_token": "***"})):
+        new: dict = {"config": {"model": "replay", "model_args": "samples=x"}}
+        score.mark_rescored(new, {"config": {"model": "openai", "model_args": stored}}, tmp_path / "r_results.json", {})
+        assert new["config"]["model_args"] == shown
+        assert new["config"]["model"] == "openai"

@@ -8,9 +8,28 @@ from lmms_eval_plugins import compat
 
 def split_model_args(model_args: str) -> list[str]:
     """``model_args`` split into ``key=value`` pieces as lmms-eval splits ``--model_args`` (a comma inside
-    quotes or braces does not split); at every comma when lmms-eval's helper is unavailable."""
+    quotes or brackets does not split); by :func:`split_outside_brackets` when lmms-eval's helper is unavailable."""
     if compat.available("model-args-split"):
         from lmms_eval.utils import _smart_comma_split
 
         return list(_smart_comma_split(model_args))
-    return model_args.split(",")
+    return split_outside_brackets(model_args)
+
+
+def split_outside_brackets(text: str) -> list[str]:
+    """``a=1,b="x,y",c={d:1,e:2}`` split at the commas outside quotes and brackets (lmms-eval's rule)."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p for p in parts if p.strip()]
