@@ -28,7 +28,8 @@ sys.path.insert(0, str(HERE.parent / "tests"))  # judge_server.py
 
 from judge_server import JudgeServer
 from lmms_eval_plugins.judges import JudgeItem, load_judge
-from lmms_eval_plugins.judges.runtime import Endpoint, JudgeRuntime, RuntimeSettings
+from lmms_eval_plugins.judges.endpoint import Endpoint
+from lmms_eval_plugins.judges.runtime import JudgeRuntime, RuntimeSettings
 
 
 def items(n: int) -> list[JudgeItem]:

@@ -27,6 +27,7 @@ from .base import (
     neutralise,
     strip_think,
 )
+from .endpoint import Endpoint, endpoint_from_env
 from .registry import (
     ENTRY_POINT_GROUP,
     available_judges,
@@ -36,13 +37,7 @@ from .registry import (
     unregister_judge,
 )
 from .rubric import rubric_micro_average, rubric_per_question_mean
-from .runtime import (
-    Endpoint,
-    JudgeRuntime,
-    RuntimeSettings,
-    endpoint_from_env,
-    get_runtime,
-)
+from .runtime import JudgeRuntime, RuntimeSettings, get_runtime
 
 _LAZY = {
     "JudgeFilter": "filter",

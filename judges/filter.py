@@ -42,16 +42,19 @@ from .base import (
     JudgeOutcome,
     LLMJudge,
 )
+from .endpoint import (
+    announce_judge,
+    announce_unavailable,
+    resolve_endpoint,
+    resolve_model,
+)
 from .registry import load_judge_class, offline_selected, resolve_judge_name
 from .runtime import (
     ENV_MAX_ERROR_RATE,
     RuntimeSettings,
-    announce_judge,
     get_runtime,
     judging_deferred,
     max_error_rate_from_env,
-    resolve_endpoint,
-    resolve_model,
     sampling_from_env,
 )
 
@@ -130,10 +133,7 @@ class JudgeFilter(Filter):
             self._configure(judge, default_model, sampling, concurrency, cache_path)
         except JudgeConfigError as exc:
             self.unavailable = str(exc)
-            logger.error(
-                f"judge for {judge!r} is not available: {exc}\nThe model still runs; this task's judged metrics "
-                "will be null (unscored) until `lmms-eval-plugins score OUTPUT_PATH` is run with a judge configured."
-            )
+            announce_unavailable(judge, self.unavailable)  # said once per process, however often filters are built
 
     def _configure(self, judge: str, default_model: str | None, sampling: Mapping[str, Any] | None,
                    concurrency: int | None, cache_path: str | None) -> None:
@@ -214,7 +214,8 @@ class JudgeFilter(Filter):
             name, version = (self.judge.name, self.judge.version) if hasattr(self, "judge") else (self.requested, "?")
             outcomes = [JudgeOutcome(name, version, self.model, skipped=True) if items[i] is None
                         else JudgeOutcome(name, version, self.model, error=not_judging) for i in live]
-            logger.warning(f"judge {name}: {not_judging}; {sum(o.error is not None for o in outcomes)} responses left unscored")
+            why = "judge not available (said above)" if self.unavailable else not_judging  # the cause once, in full
+            logger.warning(f"judge {name}: {why}; {sum(o.error is not None for o in outcomes)} responses left unscored")
         else:
             outcomes = self.runtime.judge_items(
                 self.judge, [items[i] for i in live], model=self.model, endpoint=self.endpoint, settings=self.settings

@@ -18,7 +18,7 @@ import importlib.util
 import logging
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -75,7 +75,6 @@ class Benchmark:
     sample_dir: Path | None = None  # where the bundled sample data lives
     readme: Path | None = None
     order: int = 100  # position in the report and in listings (ties by name)
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def metrics(self) -> dict[str, Metric]:
         """Every metric of every task, by name (the first declaration wins)."""
@@ -125,33 +124,20 @@ class Benchmark:
 @functools.lru_cache(maxsize=64)
 def _task_metric_files(folder: Path) -> dict[str, str]:
     """task name -> the YAML file (name in ``folder``) whose metric_list it runs with."""
-    import yaml
+    from lmms_eval_plugins.yaml_index import read_task_yamls
 
-    class _Loader(yaml.SafeLoader):  # reads the YAMLs without importing their !function hooks
-        pass
-
-    _Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
-    configs: dict[str, dict[str, Any]] = {}
-    for path in sorted(folder.iterdir()) if folder.is_dir() else ():
-        if path.is_file() and (path.suffix == ".yaml" or path.name.endswith("_yaml")):
-            try:
-                config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
-            except (yaml.YAMLError, UnicodeDecodeError):
-                continue
-            if isinstance(config, dict):
-                configs[path.name] = config
+    entries = {e.path.name: e for e in read_task_yamls([folder], recursive=False, skip_unreadable=True)}
     out: dict[str, str] = {}
-    for name, config in configs.items():
-        task = config.get("task")
-        if not isinstance(task, str):
+    for name, entry in entries.items():
+        if entry.kind != "task":
             continue
         current, seen = name, set()
-        while current in configs and current not in seen:  # follow `include:` to the first metric_list
+        while current in entries and current not in seen:  # follow `include:` to the first metric_list
             seen.add(current)
-            if "metric_list" in configs[current]:
-                out[task] = current
+            if "metric_list" in entries[current].config:
+                out[entry.name] = current
                 break
-            current = str(configs[current].get("include") or "")
+            current = entries[current].include
     return out
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from lmms_eval_plugins.data import parse_json
-from lmms_eval_plugins.logged_samples import read_samples, samples_path
+from lmms_eval_plugins.logged_samples import read_samples
+from lmms_eval_plugins.runs import latest_results, samples_path
 
 # No hub access during tests and demos; our tasks read bundled data.
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
@@ -50,11 +51,6 @@ class RunResult:
 
     def tail(self, chars: int = 4000) -> str:
         return self.output[-chars:]
-
-
-def latest_results(output_dir: Path) -> Path | None:
-    found = sorted(output_dir.rglob("*_results.json"), key=lambda p: p.stat().st_mtime)
-    return found[-1] if found else None
 
 
 def lmms_eval_command(*, tasks: Sequence[str] | str, model: str, model_args: str | None, output_dir: Path,

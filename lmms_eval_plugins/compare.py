@@ -2,16 +2,18 @@
 
 For each task both runs logged (``--log_samples``) and each headline metric of its benchmark's spec,
 the items both runs scored are paired by ``doc_id`` (a pair whose ``target`` differs means the runs
-read different data: that task is refused). A metric that is the mean of a per-item score gets the
-mean of per-item differences with its (clustered) standard error; any other metric a seeded joint
-bootstrap of the difference of its aggregation (whole clusters resampled where the benchmark names
-a cluster unit). Values, differences and intervals are in the metric's units (percent for ours).
+read different data: that task is refused). Every row has one method, a seeded joint bootstrap of
+the difference (whole clusters resampled where the benchmark names a cluster unit; for a mean of
+per-item scores, the mean of the per-item differences, computed at once): its 95% percentile
+interval and its p-value come from the same resamples, so the * (interval excludes 0) and p < 0.05
+always agree, and the interval stays inside the metric's range (:func:`stats.percentile_test`).
+Values, differences and intervals are in the metric's units (percent for ours).
 
 ``--json`` prints a JSON list of objects with keys ``task``, ``metric``, ``a``, ``b``, ``diff``,
-``ci_low``, ``ci_high``, ``p_value``, ``n``. A task the runs cannot be compared on (no shared items,
-different task versions or data, a metric missing in one run) gets a note naming why; the other
-tasks are still compared. Exit status: 0 when something was
-compared, 1 when nothing could be, 2 on bad input.
+``ci_low``, ``ci_high``, ``p_value``, ``n``, ``method``. A task or metric the runs cannot be compared
+on (no shared items, a task in one run only, different task versions or data, a metric missing or
+undefined in one run, too few independent units for an interval) gets a note naming why; the others
+are still compared. Exit status: 0 when something was compared, 1 when nothing could be, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +30,9 @@ from lmms_eval_plugins import errorbars, logged_samples, stats
 from lmms_eval_plugins.benchmark import Benchmark, Metric, benchmark_of_task
 from lmms_eval_plugins.errors import DataError
 from lmms_eval_plugins.outcome import is_unscored
-from lmms_eval_plugins.report import ReportInputError, Run, discover_runs, items_of
+from lmms_eval_plugins.runs import Run, RunInputError, discover_runs, items_of
 
-JSON_KEYS = ("task", "metric", "a", "b", "diff", "ci_low", "ci_high", "p_value", "n")
+JSON_KEYS = ("task", "metric", "a", "b", "diff", "ci_low", "ci_high", "p_value", "n", "method")
 
 
 @dataclass(frozen=True)
@@ -63,8 +65,8 @@ def paired_items(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]],
     for doc_id in sorted(set(by_id_a) & set(by_id_b), key=lambda d: (str(type(d)), d)):
         sa, sb = by_id_a[doc_id], by_id_b[doc_id]
         if sa.get("target") != sb.get("target"):
-            raise ReportInputError(f"doc_id {doc_id}: the runs' targets differ ({sa.get('target')!r:.60} vs "
-                                   f"{sb.get('target')!r:.60}): they did not read the same data")
+            raise RunInputError(f"doc_id {doc_id}: the runs' targets differ ({sa.get('target')!r:.60} vs "
+                                f"{sb.get('target')!r:.60}): they did not read the same data")
         ia, ib = _item(sa, metric, siblings), _item(sb, metric, siblings)
         if ia is None or ib is None:
             continue
@@ -83,16 +85,18 @@ def compare_metric(spec: Benchmark, metric: Metric, aggregation: Any, a_items: S
         clusters = None  # the runs disagree on the units: pair items as independent
     sa, sb = errorbars.item_scores(metric, a_items), errorbars.item_scores(metric, b_items)
     if sa is not None and sb is not None:
-        return stats.paired_mean(sa, sb, clusters=clusters, scale=errorbars.SCALE[metric.unit])
-    with errorbars.quiet():
-        return stats.paired_bootstrap(aggregation, list(a_items), list(b_items), clusters=clusters, iterations=iterations,
-                                      relabel=spec.cluster_key if clusters is not None else None)
+        result = stats.paired_mean(sa, sb, clusters=clusters, scale=errorbars.SCALE[metric.unit], iterations=iterations)
+    else:
+        with errorbars.quiet():
+            result = stats.paired_bootstrap(aggregation, list(a_items), list(b_items), clusters=clusters,
+                                            iterations=iterations, relabel=spec.cluster_key if clusters is not None else None)
+    return replace(result, method=f"{result.method} by {spec.cluster_key}") if clusters is not None else result
 
 
 def _one_run(path: Path) -> Run:
     runs = discover_runs(path)
     if len(runs) != 1:
-        raise ReportInputError(f"{path}: holds {len(runs)} runs (folders with *_results.json); name one run's folder")
+        raise RunInputError(f"{path}: holds {len(runs)} runs (folders with *_results.json); name one run's folder")
     return runs[0]
 
 
@@ -103,7 +107,7 @@ def _refuse_duplicates(run: Run, task: str) -> None:
     try:
         logged_samples.read_samples(path)
     except logged_samples.DuplicateDocError as exc:
-        raise ReportInputError(f"{path}: {exc.problem}; {exc.fix}") from exc
+        raise RunInputError(f"{path}: {exc.problem}; {exc.fix}") from exc
     except DataError:
         pass  # missing or malformed: a note, as before
 
@@ -137,25 +141,30 @@ def compare_runs(a: Run, b: Run, *, iterations: int | None = None, notes: list[s
             continue
         hooks = spec.hooks()
         task_metrics = spec.task_metrics(task)
+        why: dict[str, list[str]] = {}  # a note on this task: the metrics it applies to (one line each)
         for name, metric in task_metrics.items():
             if not errorbars.has_error_bar(metric):
                 continue
             missing = [side for side, run in (("A", a), ("B", b)) if name not in run.tasks[task].metrics]
             if missing:
-                notes.append(f"{task} {name}: missing in run {' and '.join(missing)}; not compared")
+                why.setdefault(f"missing in run {' and '.join(missing)}; not compared", []).append(name)
                 continue
             try:
                 a_items, b_items, unscored = paired_items(sa, sb, name, list(task_metrics))
                 if unscored:
-                    notes.append(f"{task} {name}: {unscored} item(s) unscored in either run left out of the pairing")
+                    why.setdefault(f"{unscored} item(s) unscored in either run left out of the pairing", []).append(name)
                 result = compare_metric(spec, metric, getattr(hooks, metric.hook), a_items, b_items, iterations=iterations)
-            except ReportInputError as exc:
+            except RunInputError as exc:
                 notes.append(f"{task}: {exc}; not compared")
                 break
             except Exception as exc:  # one metric's failure must not hide the others
                 notes.append(f"{task} {name}: not compared: {type(exc).__name__}: {exc}")
                 continue
-            rows.append(Row(**asdict(result), task=task, metric=name))
+            if result.note:
+                why.setdefault(result.note + ("; not compared" if result.diff is None else ""), []).append(name)
+            if result.diff is not None:
+                rows.append(Row(**asdict(result), task=task, metric=name))
+        notes.extend(f"{task} {', '.join(names)}: {reason}" for reason, names in why.items())
     return rows
 
 
@@ -163,17 +172,28 @@ def _num(value: float | None, places: int = 2) -> str:
     return "—" if value is None else f"{value:.{places}f}"
 
 
+def p_text(p: float | None, resamples: int) -> str:
+    """A bootstrap p-value for display: 0 means no resample fell on the other side of 0, that is
+    p below the smallest non-zero value 2 / resamples."""
+    if p is None:
+        return "—"
+    return f"<{2 / resamples:.3g}" if p == 0 and resamples else f"{p:.3f}"
+
+
 def render(rows: Sequence[Row], a_label: str, b_label: str) -> str:
-    head = ("task", "metric", "A", "B", "B - A", "95% CI", "p", "n")
+    head = ("task", "metric", "A", "B", "B - A", "95% CI", "p", "n", "method")
     body = []
     for r in rows:
         ci = "—" if r.ci_low is None else f"[{_num(r.ci_low)}, {_num(r.ci_high)}]"
         mark = " *" if r.significant else ""
-        body.append((r.task, r.metric, _num(r.a), _num(r.b), _num(r.diff) + mark, ci, _num(r.p_value, 3), str(r.n)))
+        body.append((r.task, r.metric, _num(r.a), _num(r.b), _num(r.diff) + mark, ci, p_text(r.p_value, r.resamples),
+                     str(r.n), r.method))
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     lines = [f"A = {a_label}", f"B = {b_label}", ""]
     lines += ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip() for line in (head, *body)]
-    lines += ["", "* the 95% confidence interval of B - A excludes 0. Paired on the items both runs scored."]
+    lines += ["", "Paired on the items both runs scored (n). * the 95% CI of B - A excludes 0, the same as p < 0.05: both",
+              "come from the same seeded bootstrap resamples (percentile interval; p = twice the smaller share of",
+              "resampled differences on either side of 0). '—': no interval, see the notes."]
     return "\n".join(lines)
 
 
@@ -187,12 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
     try:
         a, b = _one_run(args.output_a), _one_run(args.output_b)
-    except ReportInputError as exc:
+    except RunInputError as exc:
         print(f"lmms-eval-plugins compare: {exc}", file=sys.stderr)
         return 2
     try:
         rows = compare_runs(a, b, iterations=args.iterations, notes=notes)
-    except ReportInputError as exc:
+    except RunInputError as exc:
         print(f"lmms-eval-plugins compare: {exc}", file=sys.stderr)
         return 2
     if args.json:
@@ -202,7 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     if not rows:
-        print("lmms-eval-plugins compare: no task and metric both runs logged with samples", file=sys.stderr)
+        print("lmms-eval-plugins compare: nothing to compare: no task and metric that both runs scored on shared "
+              "items (the notes above say why for each task; logged samples come from lmms-eval --log_samples)",
+              file=sys.stderr)
         return 1
     return 0
 

@@ -29,20 +29,22 @@ from typing import Any
 from lmms_eval_plugins.cli_run import OFFLINE_ENV
 from lmms_eval_plugins.data import cache_dir
 from lmms_eval_plugins.doctor import HINT, fixes_for_log, installed_versions
+from lmms_eval_plugins.runs import RESULTS_SUFFIX, RunInputError, read_results
 from lmms_eval_plugins.task_list import sample_tasks
 
 # The tiny model's weights are random: it rarely stops by itself, so its replies are capped. The
 # README's tiny-model CLI line uses the same setting.
 TINY_MODEL_GEN_KWARGS = "max_new_tokens=16"
 DEFAULT_LIMIT = 2
-BASELINES = ("oracle", "random")
+# The offline judges keep the demo free of API keys and endpoints.
+JUDGE_ENV = {"LMMS_EVAL_PLUGINS_JUDGE": "offline"}
 ROW_NOTE = {"oracle": "every answer right: the maximum", "random": "seeded chance baseline"}
 
 
 def headline(task: str, metrics: Mapping[str, Any]) -> tuple[str, Any]:
     """(metric name, value) of the task's headline: the first percent metric of its spec present in ``metrics``."""
     from lmms_eval_plugins.benchmark import benchmark_of_task
-    from lmms_eval_plugins.report import task_metrics
+    from lmms_eval_plugins.runs import task_metrics
 
     spec = benchmark_of_task(task)
     names = [m.name for m in spec.task_metrics(task).values() if m.unit == "%"] if spec else []
@@ -51,6 +53,30 @@ def headline(task: str, metrics: Mapping[str, Any]) -> tuple[str, Any]:
         if name in values:
             return name, values[name]
     return "", None
+
+
+def judge_note(judges: Mapping[str, str]) -> str:
+    """The console line naming the judge that scored each judged task of the table (task -> judge); "" for none."""
+    by_judge: dict[str, list[str]] = {}
+    for task, judge in sorted(judges.items()):
+        by_judge.setdefault(judge, []).append(task)
+    if not by_judge:
+        return ""
+    env = ", ".join(f"{k}={v}" for k, v in JUDGE_ENV.items())
+    parts = "; ".join(f"{judge} scored {', '.join(tasks)}" for judge, tasks in sorted(by_judge.items()))
+    return (f"Judged rows: {parts} (offline judges, {env}: deterministic, no endpoint, lower fidelity than the "
+            "LLM judges a real run uses; see the README's \"LLM judges\").")
+
+
+def table_judges(lines: Sequence[str]) -> dict[str, str]:
+    """task -> the judge that scored it in this demo, for the judged tasks among the table's rows."""
+    from lmms_eval_plugins.benchmark import ordered_benchmarks
+    from lmms_eval_plugins.judges.registry import resolve_judge_name
+    from lmms_eval_plugins.yaml_index import judged_tasks
+
+    rows = {line.split()[0] for line in lines[2:] if line.strip()}
+    judged = judged_tasks([b.tasks_dir for b in ordered_benchmarks()])
+    return {task: resolve_judge_name(judge, env=JUDGE_ENV) for task, judge in judged.items() if task in rows}
 
 
 def _fmt(value: Any) -> str:
@@ -64,10 +90,10 @@ def _fmt(value: Any) -> str:
 def results_by_model(folder: Path) -> dict[str, dict[str, Any]]:
     """lmms-eval model name -> the newest results JSON under ``folder`` written for it."""
     out: dict[str, tuple[float, dict[str, Any]]] = {}
-    for path in folder.rglob("*_results.json"):
+    for path in folder.rglob(f"*{RESULTS_SUFFIX}"):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = read_results(path)  # the bounded reader: a damaged or hostile file is skipped, not parsed
+        except RunInputError:
             continue
         model = str((data.get("config") or {}).get("model") or "")
         mtime = path.stat().st_mtime
@@ -138,7 +164,7 @@ def main(argv: list[str]) -> int:
     from lmms_eval_plugins.tiny_qwen import build_tiny_qwen2_5_vl, lmms_eval_model_args
 
     parser = argparse.ArgumentParser(prog="lmms-eval-plugins demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", default=",".join(sample_tasks()), help="comma-separated tasks (default: every *_sample task or group)")
+    parser.add_argument("--tasks", default=",".join(sample_tasks()), help="comma-separated tasks (default: every sample task or group, variants such as *_sample_restart_same included)")
     parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help=f"documents per task (default {DEFAULT_LIMIT}; 0: all)")
     parser.add_argument("--model", default="qwen2_5_vl", help="lmms-eval model name (default: the tiny Qwen2.5-VL)")
     parser.add_argument("--model_args", default=None, help="default: the tiny Qwen2.5-VL built on the fly")
@@ -167,8 +193,7 @@ def main(argv: list[str]) -> int:
     print(f"lmms-eval-plugins demo: {', '.join(models)} on {args.tasks} "
           f"({'all documents' if not args.limit else f'{args.limit} documents per task'}), in one lmms-eval process; "
           f"log: {log_path}", flush=True)
-    # The offline judges keep the demo free of API keys.
-    env = {**os.environ, **OFFLINE_ENV, "LMMS_EVAL_PLUGINS_JUDGE": "offline"}
+    env = {**os.environ, **OFFLINE_ENV, **JUDGE_ENV}
     with log_path.open("w", encoding="utf-8") as log:
         done = subprocess.run([sys.executable, "-m", "lmms_eval", "--config", str(config_path)], env=env, cwd=output,
                               stdout=log, stderr=subprocess.STDOUT, check=False)
@@ -190,6 +215,9 @@ def main(argv: list[str]) -> int:
             print("\n".join(["", "partial results:", *lines]), flush=True)
         return 1
     print("\n".join(lines))
+    note = judge_note(table_judges(lines))
+    if note:
+        print(note)
     print(f"\n{time.monotonic() - started:.0f} s. Percent, headline metric per task. oracle: {ROW_NOTE['oracle']}; "
           f"random: {ROW_NOTE['random']}." if not args.no_baselines else "")
     if tiny:

@@ -406,7 +406,11 @@ def gather_data(benchmarks: Sequence[str], hub_cache: str | None = None) -> list
 
 def gather_judge() -> JudgeFacts:
     from lmms_eval_plugins.judges.base import JudgeConfigError
-    from lmms_eval_plugins.judges.runtime import ENV_JUDGE, resolve_endpoint, resolve_model
+    from lmms_eval_plugins.judges.endpoint import (
+        ENV_JUDGE,
+        resolve_endpoint,
+        resolve_model,
+    )
 
     if os.environ.get(ENV_JUDGE, "").strip().lower() == "offline":
         return JudgeFacts(True, None)
@@ -421,7 +425,8 @@ def gather_judge() -> JudgeFacts:
 def probe_judge(timeout: float = JUDGE_PROBE_TIMEOUT_S) -> Check:
     """One chat request of one token to the configured judge, no retry, bounded by ``timeout``."""
     from lmms_eval_plugins.judges.base import JudgeConfigError
-    from lmms_eval_plugins.judges.runtime import Redactor, resolve_endpoint, resolve_model
+    from lmms_eval_plugins.judges.endpoint import resolve_endpoint, resolve_model
+    from lmms_eval_plugins.judges.redaction import Redactor
 
     try:
         endpoint = resolve_endpoint("judge")
@@ -464,48 +469,26 @@ def _leaf_tasks(names: Mapping[str, str], groups: Mapping[str, list[Any]], name:
 
 def _task_yamls() -> tuple[dict[str, str], dict[str, list[Any]], set[str]]:
     """(name -> task|group, group -> members, judged leaf tasks) over every installed benchmark's folder."""
-    import yaml
-
     from lmms_eval_plugins.benchmark import ordered_benchmarks
+    from lmms_eval_plugins.yaml_index import judged_tasks, read_task_yamls
 
-    class Loader(yaml.SafeLoader):  # keeps "!function utils.JudgeFilter" as text, imports nothing
-        pass
-
-    Loader.add_multi_constructor("!", lambda loader, suffix, node: f"!{suffix} {getattr(node, 'value', '')}")
+    folders = [spec.tasks_dir for spec in ordered_benchmarks()]
     names: dict[str, str] = {}
     groups: dict[str, list[Any]] = {}
-    judged: set[str] = set()
-    for spec in ordered_benchmarks():
-        folder = spec.tasks_dir
-        configs = {}
-        for path in sorted(folder.iterdir()) if folder.is_dir() else ():
-            if path.is_file() and (path.suffix == ".yaml" or path.name.endswith("_yaml")):
-                config = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)
-                configs[path.name] = config if isinstance(config, dict) else {}
-
-        def has_judge(file: str, configs: dict[str, dict] = configs, seen: frozenset = frozenset()) -> bool:
-            config = configs.get(file)
-            if config is None or file in seen:
-                return False
-            if "JudgeFilter" in json.dumps(config.get("filter_list") or [], default=str):
-                return True
-            return has_judge(str(config.get("include") or ""), configs, seen | {file})
-
-        for file, config in configs.items():
-            if isinstance(config.get("group"), str) and isinstance(config.get("task"), list):
-                names[config["group"]] = "group"
-                groups[config["group"]] = config["task"]
-            elif isinstance(config.get("task"), str):
-                names[config["task"]] = "task"
-                if has_judge(file):
-                    judged.add(config["task"])
+    for entry in read_task_yamls(folders, recursive=False):
+        if entry.kind:
+            names[entry.name] = entry.kind
+        if entry.kind == "group":
+            groups[entry.name] = list(entry.members)
+    judged = set(judged_tasks(folders))
     return names, groups, judged
 
 
 def requested_needs(requested: Sequence[str]) -> tuple[list[Check], dict[str, list[str]], list[str]]:
     """For ``--tasks``: rows for unknown tasks, benchmark -> requested tasks needing its full data,
-    and the requested tasks needing a judge. A task needs full data unless it is a ``*_sample`` one."""
+    and the requested tasks needing a judge. A task needs full data unless it is a sample task (``yaml_index.is_sample_task``)."""
     from lmms_eval_plugins.benchmark import benchmark_of_task
+    from lmms_eval_plugins.yaml_index import is_sample_task
 
     names, groups, judged = _task_yamls()
     rows: list[Check] = []
@@ -519,7 +502,7 @@ def requested_needs(requested: Sequence[str]) -> tuple[list[Check], dict[str, li
         leaves = _leaf_tasks(names, groups, task)
         for leaf in leaves:
             spec = benchmark_of_task(leaf)
-            if spec is not None and not leaf.endswith("_sample") and task not in data.setdefault(spec.name, []):
+            if spec is not None and not is_sample_task(leaf) and task not in data.setdefault(spec.name, []):
                 data[spec.name].append(task)
         if any(leaf in judged for leaf in leaves):
             judge.append(task)

@@ -1,11 +1,11 @@
-"""lmms-eval's logged samples: where a run's ``*_samples_<task>.jsonl`` files are, and reading them.
+"""lmms-eval's logged samples: reading a run's ``*_samples_<task>.jsonl`` files (where they are: :mod:`lmms_eval_plugins.runs`).
 
 With ``--log_samples`` lmms-eval 0.7.3 writes, beside ``<stem>_results.json``, one
 ``<stem>_samples_<task>.jsonl`` per task: one JSON object per document (``doc_id``, ``target``,
 ``resps``/``filtered_resps``, the metrics' per-document items...), appended line by line, with
 ``ensure_ascii=False`` (see ``lmms_eval/loggers/evaluation_tracker.py``). Every reader of those files
 (``--model replay``, ``score``, ``report``/``compare``, ``check-model``, the CLI runner, ViRectify's
-hints) goes through this module, so they agree on the file names and on what a malformed file is:
+hints) goes through this module (and :mod:`lmms_eval_plugins.runs` for the file names), so they agree on what a malformed file is:
 a :class:`~lmms_eval_plugins.errors.DataError` naming the file and the line (a torn last line from an
 interrupted run included; each caller decides what that costs), and a doc_id logged twice is a
 :class:`DuplicateDocError` (lmms-eval logs one line per document: a second one was appended or edited in).
@@ -17,7 +17,6 @@ no wildcard, no list), so it can neither name a file outside the run folder nor,
 
 from __future__ import annotations
 
-import glob
 import re
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,6 @@ from typing import Any
 from lmms_eval_plugins.data import iter_jsonl
 from lmms_eval_plugins.errors import DataError
 
-RESULTS_SUFFIX = "_results.json"
 # lmms-eval's task names (all of 0.7.3's match); 200 leaves room for "<stem>_samples_" in a 255-byte name
 TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+\-]{0,199}")
 
@@ -51,24 +49,6 @@ def check_task_names(data: dict[str, Any], path: Path) -> None:
             check_task_name(name, path=path, field=field)
             for member in value if field == "group_subtasks" and isinstance(value, list) else ():
                 check_task_name(member, path=path, field=f"group_subtasks[{name!r}]")
-
-
-def results_stem(results_path: Path) -> str:
-    """``<stem>`` of ``<stem>_results.json`` (the file's stem for any other name)."""
-    name = results_path.name
-    return name[: -len(RESULTS_SUFFIX)] if name.endswith(RESULTS_SUFFIX) else results_path.stem
-
-
-def samples_path(results_path: Path, task: str) -> Path:
-    """Where lmms-eval wrote ``task``'s logged samples for this results file (it may not exist); a task
-    name that is not a plain name is a DataError (see :func:`check_task_name`)."""
-    check_task_name(task, path=results_path)
-    return results_path.with_name(f"{results_stem(results_path)}_samples_{task}.jsonl")
-
-
-def samples_files(results_path: Path) -> list[Path]:
-    """Every task's logged samples file beside this results file, sorted by name."""
-    return sorted(results_path.parent.glob(f"{glob.escape(results_stem(results_path))}_samples_*.jsonl"))
 
 
 def read_samples(path: Path) -> list[dict[str, Any]]:

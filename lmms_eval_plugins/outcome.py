@@ -129,10 +129,6 @@ def is_unscored(item: Any) -> bool:
     return isinstance(item, Mapping) and bool(item.get(UNSCORED_FIELD))
 
 
-def unscored_reason(item: Any) -> str | None:
-    return str(item[UNSCORED_FIELD]) if is_unscored(item) else None
-
-
 def mark_unscored(per_metric: Mapping[str, Any], reason: str) -> dict[str, Any]:
     """``process_results``' output with every item marked unscored (the parsed fields stay, for the logs)."""
     marked: dict[str, Any] = {}

@@ -5,31 +5,51 @@ raised while a task loads: about 60 lines ending in tenacity's ``RetryError[...]
 in the middle) and exits with status 0. Two things here:
 
 - :func:`stopped_block`: the plugin error found inside such an exception (through ``RetryError``
-  and exception chains), as at most 10 lines naming the problem, the record or file and the fix.
+  and exception chains), as a short block naming the problem, the record or file and the fix: every
+  field wrapped in full, never cut (6 lines around the message; a typical message fits in 10).
   The evaluate hook (``compat.patches``) prints it as the very last output of the process and records it
   as ``lmms_eval_plugins_failed.json`` in the ``--output_path`` folder.
 - ``lmms-eval-plugins check-run OUTPUT_PATH``: exit status 0 when the newest run in the folder wrote
   results and every sample of every task was scored; 1 otherwise, with the reason (the recorded
   error, no results at all, or unscored samples). Use it after ``lmms-eval`` in scripts and CI.
+  A requested task that does not exist is named with the closest task names (:func:`closest_tasks`).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import textwrap
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from lmms_eval_plugins.cli_run import latest_results
 from lmms_eval_plugins.data import parse_json
 from lmms_eval_plugins.console import unscored_counts
 from lmms_eval_plugins.errors import PluginError
+from lmms_eval_plugins.runs import latest_results
 
 FAILED_MARKER = "lmms_eval_plugins_failed.json"
-MAX_BLOCK_LINES = 10
 WIDTH = 100
+
+
+class TaskNotFound(PluginError):
+    """Requested tasks that lmms-eval does not know (recorded for ``check-run`` like our other errors)."""
+
+    def __init__(self, missing: Sequence[str], known: Sequence[str]) -> None:
+        self.missing = list(missing)
+        self.problem = f"no task named {', '.join(repr(t) for t in self.missing)}: lmms-eval ran nothing"
+        hints = [f"{t!r}: did you mean {' or '.join(closest_tasks(t, known))}?" for t in self.missing
+                 if closest_tasks(t, known)]
+        self.fix = "; ".join(hints) or "`lmms-eval --tasks list` (or `lmms-eval-plugins tasks`) lists the task names"
+        self.record, self.path = None, None
+        super().__init__(f"{self.problem} | fix: {self.fix}")
+
+
+def closest_tasks(name: str, known: Sequence[str], n: int = 3) -> list[str]:
+    """Up to ``n`` names of ``known`` closest to the misspelled ``name`` (difflib ratio >= 0.75)."""
+    return difflib.get_close_matches(name, list(known), n=n, cutoff=0.75)
 
 
 def plugin_error_in(error: BaseException | None) -> PluginError | None:
@@ -50,31 +70,27 @@ def plugin_error_in(error: BaseException | None) -> PluginError | None:
     return None
 
 
-def _field(label: str, text: str, lines: int) -> list[str]:
-    room = WIDTH - 11  # after the 11-character label column
-    wrapped = textwrap.wrap(" ".join(str(text).split()), room) or [""]
-    if len(wrapped) > lines:
-        wrapped = wrapped[:lines]
-        wrapped[-1] = wrapped[-1][: room - 4] + " ..."
+def _field(label: str, text: str) -> list[str]:
+    """``text`` under an 11-character label column, wrapped at WIDTH and never cut (a long word, such as
+    a path, is broken across lines rather than shortened)."""
+    room = WIDTH - 11
+    wrapped = textwrap.wrap(" ".join(str(text).split()), room, break_on_hyphens=False) or [""]
     return [f"  {label + ':':<9}{wrapped[0]}"] + [f"{'':11}{w}" for w in wrapped[1:]]
 
 
 def stopped_block(error: PluginError, output_path: str | None) -> str:
-    """At most ``MAX_BLOCK_LINES`` lines: what is wrong, where, the fix, and how to check a run."""
+    """What is wrong, where, the fix (each in full), and how to check a run: 6 lines around the message."""
     problem = getattr(error, "problem", None) or str(error)
     bar = "=" * WIDTH
-    body = _field("problem", problem, 2)
-    if getattr(error, "record", None):
-        body += _field("record", error.record, 1)  # type: ignore[attr-defined]
-    if getattr(error, "path", None):
-        body += _field("file", error.path, 1)  # type: ignore[attr-defined]
-    if getattr(error, "fix", None):
-        body += _field("fix", error.fix, MAX_BLOCK_LINES - 5 - len(body))  # type: ignore[attr-defined]
+    body = _field("problem", problem)
+    for label, attribute in (("record", "record"), ("file", "path"), ("fix", "fix")):
+        if getattr(error, attribute, None):
+            body += _field(label, getattr(error, attribute))
     check = f"lmms-eval-plugins check-run {output_path.rstrip('/')}" if output_path else "lmms-eval-plugins check-run OUTPUT_PATH"
     lines = [bar, f"lmms-eval-plugins: the run stopped: {type(error).__name__}", *body,
              f"  (lmms-eval exits with status 0 even so; `{check}` exits 1)",
              "  (check the install: lmms-eval-plugins doctor)", bar]
-    return "\n".join(lines)  # the fix field takes what the others leave of MAX_BLOCK_LINES
+    return "\n".join(lines)
 
 
 def record_failure(output_path: str | None, error: PluginError) -> Path | None:
@@ -103,6 +119,10 @@ def clear_failure(output_path: str | None) -> None:
 def check_run(folder: Path, tasks: Sequence[str] = ()) -> tuple[int, list[str]]:
     """(exit status, lines) for the newest run in ``folder`` (an lmms-eval ``--output_path``)."""
     if not folder.is_dir():
+        unknown = _unknown_tasks(tasks)
+        if unknown:  # the likelier reason nothing was written: lmms-eval refused the task names
+            error = TaskNotFound(unknown, _plugin_tasks())
+            return 1, [f"check-run: FAILED: {error.problem}, so {folder} was never written", f"  fix: {error.fix}"]
         return 1, [f"check-run: {folder} is not a folder: lmms-eval wrote nothing there (was it the --output_path?)"]
     marker = folder / FAILED_MARKER
     results_path = latest_results(folder)
@@ -138,6 +158,22 @@ def check_run(folder: Path, tasks: Sequence[str] = ()) -> tuple[int, list[str]]:
                   for task, n in sorted(unscored.items())]
         return 1, lines
     return 0, [f"{head}: OK, {len(present)} task(s), every sample scored"]
+
+
+def _plugin_tasks() -> list[str]:
+    from lmms_eval_plugins.task_list import task_names
+
+    try:
+        return sorted(task_names())
+    except Exception:  # noqa: BLE001 - an unreadable task folder only costs the hint
+        return []
+
+
+def _unknown_tasks(tasks: Sequence[str]) -> list[str]:
+    """Requested tasks that are misspellings of an installed benchmark's task (not one itself, and close to
+    one). Other unknown names may be lmms-eval's own tasks, which only lmms-eval's task index knows."""
+    known = _plugin_tasks()
+    return [t for t in tasks if t not in known and closest_tasks(t, known)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -41,14 +41,13 @@ from pathlib import Path
 
 from lmms_eval_plugins.benchmark import Metric, registry
 from lmms_eval_plugins.outcome import UNSCORED_METRIC
+from lmms_eval_plugins.yaml_index import read_task_yamls
 from lmms_eval_plugins.yaml_sync import render
 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
 MAX_NAME_LENGTH = 40
 PACKAGE_SUFFIX = "_bench"
 DIST_PREFIX = "lmms-eval-plugins-"
-# top-level `task:` / `group:` values of a YAML (a cheap read: no YAML parsing of lmms-eval's ~2000 files)
-_TASK_LINE = re.compile(r"^(?:task|group):[ \t]*[\"']?([A-Za-z0-9_.\-]+)", re.MULTILINE)
 _TOKEN = re.compile(r"@([A-Z][A-Z_]*)@")
 
 # The generated benchmark's metric table: spec.py and the YAML's metric_list are both written from it.
@@ -103,12 +102,10 @@ def task_names_in(folder: Path, *, with_folders: bool = False) -> set[str]:
     """Task and group names declared below ``folder`` and its YAML stems; ``with_folders`` adds the names of
     its top-level sub-folders (lmms-eval's own folder is one sub-folder per benchmark, named after it)."""
     names = {p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))} if with_folders else set()
-    for path in folder.rglob("*.yaml"):
-        names.add(path.stem)
-        try:
-            names.update(_TASK_LINE.findall(path.read_text(encoding="utf-8", errors="replace")))
-        except OSError:
-            continue
+    entries = read_task_yamls([folder], skip_unreadable=True)  # lmms-eval's folder is not ours to judge
+    names.update(e.path.stem for e in entries if e.path.suffix == ".yaml")
+    names.update(e.name for e in entries if e.kind)
+    names.update(e.config["group"] for e in entries if isinstance(e.config.get("group"), str))  # a task's legacy group
     return names
 
 

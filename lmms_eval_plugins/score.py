@@ -32,32 +32,36 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from lmms_eval_plugins.logged_samples import (
-    read_samples,
-    results_stem,
-    samples_files,
-    samples_path,
-)
+from lmms_eval_plugins.logged_samples import read_samples
 from lmms_eval_plugins.outcome import (
     BUDGET_EXCEEDED,
     REQUEST_FAILED,
     UNSCORED_FIELD,
     UNSCORED_METRIC,
 )
+from lmms_eval_plugins.runs import (
+    RESULTS_SUFFIX,
+    RunInputError,
+    results_stem,
+    samples_files,
+    samples_path,
+)
+from lmms_eval_plugins.runs import read_results as read_results_json
 from lmms_eval_plugins.tasking import STRICT_ENV
 
-RESULTS_SUFFIX = "_results.json"
 SCORE_KEY = "lmms_eval_plugins_score"
 JUDGE_ENV = "LMMS_EVAL_PLUGINS_JUDGE"
 JUDGE_MODEL_ENV = "LMMS_EVAL_PLUGINS_JUDGE_MODEL"
 # Unscored because the model gave no reply: replaying the stored reply cannot change that.
 MODEL_FAILURES = (REQUEST_FAILED, BUDGET_EXCEEDED)
+MAX_REASONS_SHOWN = 5  # distinct unscored reasons printed in full by the summary
 # Options of the original command that decide which documents are scored, the prompt each stored reply
 # is checked against, or how replies are post-processed before scoring: the replay must use the same.
 # Each with the JSON types it may have (anything else is tampering); none names code or a file to load.
@@ -84,13 +88,10 @@ class ScoreInputError(Exception):
 
 
 def read_results(path: Path) -> dict[str, Any]:
-    """The results JSON, read and checked by the report's reader (one reader for both commands)."""
-    from lmms_eval_plugins.report import ReportInputError
-    from lmms_eval_plugins.report import read_results as read_results_json
-
+    """The results JSON, read and checked by the run reader (one reader for every command)."""
     try:
         return read_results_json(path)
-    except ReportInputError as exc:
+    except RunInputError as exc:
         raise ScoreInputError(str(exc)) from exc
 
 
@@ -492,11 +493,19 @@ def summary(original_path: Path, target: Path, tasks: list[str], new: Mapping[st
         return 0, [f"{head}: every sample scored"]
     lines = [f"{head}: {sum(counts.values())} sample(s) still unscored" + (f", no results for {', '.join(missing)}" if missing else "")]
     model, other = Counter(), Counter()
+    numbered: dict[str, int] = {}  # each distinct reason is printed once, in full, under its number
     for task, n in sorted(counts.items()):
         reasons = unscored_reasons(samples_path(target, task))
-        lines.append(f"  {task}: {n} unscored: " + "; ".join(f"{k} x {_short(r)}" for r, k in reasons.most_common(3)))
+        for reason, _ in reasons.most_common():
+            numbered.setdefault(reason, len(numbered) + 1)
+        lines.append(f"  {task}: {n} unscored: " + "; ".join(f"{k} x reason {numbered[r]}" for r, k in reasons.most_common()))
         for reason, k in reasons.items():
             (model if reason in MODEL_FAILURES else other)[reason] += k
+    for reason, number in list(numbered.items())[:MAX_REASONS_SHOWN]:
+        lines += textwrap.wrap(f"reason {number}: {' '.join(reason.split())}", 100, initial_indent="  ",
+                               subsequent_indent="      ", break_on_hyphens=False)
+    if len(numbered) > MAX_REASONS_SHOWN:
+        lines.append(f"  ({len(numbered) - MAX_REASONS_SHOWN} more reasons: each logged sample's `unscored` field says its own)")
     if model:
         lines.append(f"  {sum(model.values())} failed model request(s): the stored reply is the failure, so only the model can "
                      "answer them: run the original lmms-eval command again (with --use_cache DIR only they are asked again)")
@@ -504,10 +513,6 @@ def summary(original_path: Path, target: Path, tasks: list[str], new: Mapping[st
         lines.append(f"  {sum(other.values())} without a judge verdict: run score again when the judge works "
                      f"(--judge NAME, --judge-model M, OPENAI_BASE_URL/OPENAI_API_KEY; cached verdicts are reused)")
     return 1, lines
-
-
-def _short(text: str, limit: int = 140) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # ------------------------------------------------------------------------------------------ command

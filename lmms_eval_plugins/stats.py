@@ -9,14 +9,16 @@ Two routes, chosen per metric by its spec (:class:`lmms_eval_plugins.benchmark.M
   aggregation over items, resampling whole clusters when items share a unit.
 
 Both give the error in the units of the metric (a metric in percent has its error in percent). A
-paired comparison of two runs uses only the items both scored: the mean of per-item differences with
-its (clustered) standard error, or a joint bootstrap of the difference of the aggregations.
+paired comparison of two runs uses only the items both scored and one method for every metric: a
+seeded joint (cluster) bootstrap of the difference, whose percentile interval and p-value come from
+the same resamples (:func:`percentile_test`), so the interval excludes 0 exactly when p < 0.05, and
+whose resampled values are values the metric can take, so the interval stays inside its range.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
@@ -77,12 +79,17 @@ def _groups(n: int, clusters: Sequence[Hashable] | None) -> list[np.ndarray]:
     return [np.array(ix) for ix in order.values()]
 
 
+def _picks(units: int, iterations: int, seed: int) -> Iterator[np.ndarray]:
+    """The resampled unit numbers, one array per bootstrap resample (seeded: the same every call)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(iterations):
+        yield rng.integers(0, units, size=units)
+
+
 def _resamples(n: int, clusters: Sequence[Hashable] | None, iterations: int, seed: int):
     """Index arrays of bootstrap resamples, each with the copy number of every index (0: first copy)."""
     groups = _groups(n, clusters)
-    rng = np.random.default_rng(seed)
-    for _ in range(iterations):
-        picks = rng.integers(0, len(groups), size=len(groups))
+    for picks in _picks(len(groups), iterations, seed):
         seen: dict[int, int] = {}
         copies = []
         for p in picks:
@@ -128,9 +135,17 @@ def bootstrap_stderr(statistic: Callable[[list[Any]], Any], items: Sequence[Any]
     return float(np.std(values, ddof=1))
 
 
+# Fewer independent units than this and no interval is given: no exact paired test can reach p < 0.05
+# (the smallest two-sided sign-flip p-value with k units is 2 / 2**k, 0.0625 at k = 5), while a
+# bootstrap over so few units would still call every same-signed difference significant.
+MIN_UNITS = 6
+TIE = 1e-9  # resampled differences this close to 0 (rounding noise of a sum) count as 0
+
+
 @dataclass(frozen=True)
 class Paired:
-    """B - A on the items both runs scored, in the metric's units."""
+    """B - A on the items both runs scored, in the metric's units. ``ci_low``/``ci_high``/``p_value``
+    all come from ``method`` (None together, with ``note`` saying why)."""
 
     a: float | None
     b: float | None
@@ -140,67 +155,111 @@ class Paired:
     p_value: float | None
     n: int
     method: str
+    units: int = 0  # independent units resampled (clusters, else items)
+    resamples: int = 0  # bootstrap resamples the interval and p-value come from
+    note: str = ""
 
     @property
     def significant(self) -> bool:
+        """The 95% CI excludes 0; by construction (:func:`percentile_test`) the same as p < 0.05."""
         return self.ci_low is not None and self.ci_high is not None and (self.ci_low > 0 or self.ci_high < 0)
 
 
-def _two_sided_p(z: float) -> float:
-    return float(2 * (1 - NormalDist().cdf(abs(z))))
+def percentile_test(diffs: Sequence[float]) -> tuple[float, float, float]:
+    """95% percentile interval and two-sided p-value of bootstrap differences, from the same values.
+
+    With the B differences sorted, d_(1) <= ... <= d_(B), and m = (B - 1) // 40 (the largest integer
+    below B / 40): the interval is [d_(m+1), d_(B-m)] and p = min(1, 2 min(#{d <= 0}, #{d >= 0}) / B).
+    Why they always agree: d_(m+1) > 0 exactly when at most m differences are <= 0, that is when
+    #{d <= 0} < B / 40, that is when 2 #{d <= 0} / B < 0.05; likewise d_(B-m) < 0 with #{d >= 0}.
+    So the interval excludes 0 if and only if p < 0.05. A difference within ``TIE`` of 0 counts as 0."""
+    d = np.sort(np.asarray(diffs, dtype=float))
+    if d.size == 0 or not np.all(np.isfinite(d)):
+        raise ValueError("percentile_test needs at least one finite difference")
+    d = np.where(np.abs(d) <= TIE, 0.0, d)
+    count = int(d.size)
+    m = (count - 1) // 40
+    at_most_0, at_least_0 = int(np.sum(d <= 0)), int(np.sum(d >= 0))
+    return float(d[m]), float(d[count - 1 - m]), min(1.0, 2 * min(at_most_0, at_least_0) / count)
+
+
+def _method(clusters: Sequence[Hashable] | None) -> str:
+    return "paired cluster bootstrap" if clusters is not None else "paired bootstrap"
+
+
+def _few_units(units: int) -> str:
+    return (f"{units} independent unit(s): no interval below {MIN_UNITS} (no exact paired test reaches p < 0.05 "
+            f"with fewer; a bootstrap over so few would overstate it)")
+
+
+def _tested(a: float | None, b: float | None, n: int, clusters: Sequence[Hashable] | None, units: int,
+            iterations: int, diffs: Sequence[float]) -> Paired:
+    """The Paired of an observed difference and its bootstrap differences (see :func:`percentile_test`)."""
+    diff = None if a is None or b is None else b - a
+    method = _method(clusters)
+    if diff is None:
+        sides = " and ".join(side for side, value in (("A", a), ("B", b)) if value is None)
+        return Paired(a, b, None, None, None, None, n, method, units, 0, f"the metric has no number in run {sides}")
+    if iterations <= 0:
+        return Paired(a, b, diff, None, None, None, n, method, units, 0, "bootstrap iterations set to 0")
+    if units < MIN_UNITS:
+        return Paired(a, b, diff, None, None, None, n, method, units, 0, _few_units(units))
+    if len(diffs) < max(2, iterations // 2):
+        return Paired(a, b, diff, None, None, None, n, method, units, len(diffs),
+                      f"the metric is undefined on {iterations - len(diffs)} of {iterations} resamples")
+    low, high, p = percentile_test(diffs)
+    return Paired(a, b, diff, low, high, p, n, method, units, len(diffs))
 
 
 def paired_mean(a: Sequence[float], b: Sequence[float], *, clusters: Sequence[Hashable] | None = None,
-                scale: float = 1.0) -> Paired:
-    """Paired difference of two means over the same items: mean(b - a) * scale, its 95% CI and a
-    two-sided p-value from the normal approximation with the (clustered) standard error."""
+                scale: float = 1.0, iterations: int | None = None, seed: int = SEED) -> Paired:
+    """Paired difference of two means over the same items, mean(b - a) * scale, tested by a seeded
+    bootstrap of the items (whole clusters when given): :func:`percentile_test` of the resampled means
+    of the differences. The same resamples, and so the same numbers, as :func:`paired_bootstrap` with
+    the mean as its statistic, computed at once. Scores in [0, 1] give resampled differences in
+    [-scale, scale]: the interval never leaves the metric's range."""
     x, y = _finite(a), _finite(b)
     if x.size != y.size:
         raise ValueError("paired runs must score the same items")
     n = int(x.size)
+    iterations = bootstrap_iterations() if iterations is None else iterations
     if n == 0:
-        return Paired(None, None, None, None, None, None, 0, "paired mean")
-    d = y - x
-    se = clustered_stderr(d, clusters) if clusters is not None else mean_stderr(d)
-    diff = float(d.mean()) * scale
+        return Paired(None, None, None, None, None, None, 0, _method(clusters), 0, 0, "no item scored in both runs")
+    groups = _groups(n, clusters)
     a_mean, b_mean = float(x.mean()) * scale, float(y.mean()) * scale
-    if se is None:
-        return Paired(a_mean, b_mean, diff, None, None, None, n, "paired mean")
-    se *= scale
-    if se == 0:
-        p = 1.0 if diff == 0 else 0.0
-        return Paired(a_mean, b_mean, diff, diff, diff, p, n, "paired mean")
-    return Paired(a_mean, b_mean, diff, diff - Z95 * se, diff + Z95 * se, _two_sided_p(diff / se), n,
-                  "paired mean" + (", clustered" if clusters is not None else ""))
+    diffs: np.ndarray = np.empty(0)
+    if iterations > 0 and len(groups) >= MIN_UNITS:
+        d = y - x
+        sums = np.array([d[g].sum() for g in groups])
+        sizes = np.array([float(len(g)) for g in groups])
+        counts = (np.bincount(picks, minlength=len(groups)) for picks in _picks(len(groups), iterations, seed))
+        diffs = np.array([c @ sums / (c @ sizes) for c in counts]) * scale  # one resample in memory at a time
+    return _tested(a_mean, b_mean, n, clusters, len(groups), iterations, diffs)
 
 
 def paired_bootstrap(statistic: Callable[[list[Any]], Any], a_items: Sequence[Any], b_items: Sequence[Any], *,
                      clusters: Sequence[Hashable] | None = None, iterations: int | None = None,
                      seed: int = SEED, relabel: str | None = None) -> Paired:
     """Difference statistic(B) - statistic(A) over the same items, resampled jointly (whole clusters
-    when given): percentile 95% CI, and a two-sided p-value from the bootstrap distribution's
-    standard error (normal approximation)."""
+    when given; ``relabel``: see :func:`_take`): :func:`percentile_test` of the resampled differences.
+    Resamples where either side is undefined are left out. Each resampled value is a value the
+    metric can take, so the interval stays inside the metric's range."""
     if len(a_items) != len(b_items):
         raise ValueError("paired runs must score the same items")
     n = len(a_items)
-    a_value = _stat(statistic, a_items, np.arange(n)) if n else None
-    b_value = _stat(statistic, b_items, np.arange(n)) if n else None
-    diff = None if a_value is None or b_value is None else b_value - a_value
     iterations = bootstrap_iterations() if iterations is None else iterations
-    method = "paired bootstrap" + (", clustered" if clusters is not None else "")
-    if diff is None or iterations <= 0 or len(_groups(n, clusters)) < 2:
-        return Paired(a_value, b_value, diff, None, None, None, n, method)
+    if n == 0:
+        return Paired(None, None, None, None, None, None, 0, _method(clusters), 0, 0, "no item scored in both runs")
+    a_value = _stat(statistic, a_items, np.arange(n))
+    b_value = _stat(statistic, b_items, np.arange(n))
+    units = len(_groups(n, clusters))
     diffs = []
-    for ix, copies in _resamples(n, clusters, iterations, seed):
-        da, db = _stat(statistic, a_items, ix, copies, relabel), _stat(statistic, b_items, ix, copies, relabel)
-        if da is not None and db is not None:
-            diffs.append(db - da)
-    if len(diffs) < max(2, iterations // 2):
-        return Paired(a_value, b_value, diff, None, None, None, n, method)
-    low, high = (float(v) for v in np.percentile(diffs, [2.5, 97.5]))
-    se = float(np.std(diffs, ddof=1))
-    p = (1.0 if diff == 0 else 0.0) if se == 0 else _two_sided_p(diff / se)
-    return Paired(a_value, b_value, diff, low, high, p, n, method)
+    if a_value is not None and b_value is not None and iterations > 0 and units >= MIN_UNITS:
+        for ix, copies in _resamples(n, clusters, iterations, seed):
+            da, db = _stat(statistic, a_items, ix, copies, relabel), _stat(statistic, b_items, ix, copies, relabel)
+            if da is not None and db is not None:
+                diffs.append(db - da)
+    return _tested(a_value, b_value, n, clusters, units, iterations, diffs)
 
 
 def minimum_detectable_effect(stderr: float | None, *, alpha: float = 0.05, power: float = 0.8) -> float | None:

@@ -6,47 +6,50 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
-
-import yaml
 
 from lmms_eval_plugins import tasks_dir
 from lmms_eval_plugins.benchmark import Benchmark, benchmark_of_task, ordered_benchmarks, registry
-
-
-class _IgnoreTags(yaml.SafeLoader):
-    """Reads task YAMLs without importing their ``!function`` hooks."""
-
-
-_IgnoreTags.add_multi_constructor("!", lambda loader, suffix, node: None)
+from lmms_eval_plugins.yaml_index import is_sample_task, names_by_kind, read_task_yamls
 
 
 def task_names(folder: Path | None = None) -> dict[str, str]:
     """name -> "task" | "group" for every YAML below ``folder`` (default: every installed benchmark's folder)."""
-    names: dict[str, str] = {}
     folders = [folder] if folder is not None else [b.tasks_dir for b in ordered_benchmarks()]
-    paths = sorted({p for f in folders if f.is_dir() for p in f.rglob("*.yaml")})
-    for path in paths:
-        config = yaml.load(path.read_text(encoding="utf-8"), Loader=_IgnoreTags) or {}
-        if isinstance(config.get("group"), str) and isinstance(config.get("task"), list):
-            names[config["group"]] = "group"
-        elif isinstance(config.get("task"), str):
-            names[config["task"]] = "task"
-    return names
+    return names_by_kind(read_task_yamls(folders))
 
 
 def sample_tasks(names: dict[str, str] | None = None) -> list[str]:
-    """Every ``*_sample`` group, plus every ``*_sample`` task whose benchmark has no such group."""
+    """What runs every task on the bundled sample data once: every sample group, plus every sample
+    task (``is_sample_task``: ``*_sample`` and variants such as ``causalstep_sample_restart_same``)
+    of a benchmark without a sample group."""
     names = task_names() if names is None else names
-    groups = sorted(n for n, kind in names.items() if kind == "group" and n.endswith("_sample"))
+    groups = sorted(n for n, kind in names.items() if kind == "group" and is_sample_task(n))
+
     def owner(name: str) -> str:
         spec = benchmark_of_task(name)
         return spec.name if spec else name.split("_")[0]
 
     covered = {owner(g) for g in groups}
     tasks = sorted(n for n, kind in names.items()
-                   if kind == "task" and n.endswith("_sample") and owner(n) not in covered)
+                   if kind == "task" and is_sample_task(n) and owner(n) not in covered)
     return groups + tasks
+
+
+# Files of the source repository that the wheel does not ship (see pyproject's package-data). ``info``
+# prints READMEs written in the repository, so it says where such a file is instead of implying it is installed.
+SOURCE_ONLY = re.compile(r"(?<![\w./$-])(?:(?:docs|tests|bench|\.ci)/[\w./-]*\w|[A-Z][A-Z_]*\.md|constraints\.txt|pyproject\.toml)`?")
+SOURCE_NOTE = " (in the source repository; not installed)"
+
+
+def mark_source_only(text: str) -> str:
+    """``text`` with :data:`SOURCE_NOTE` after each name of a file only the source repository has."""
+    return SOURCE_ONLY.sub(lambda m: m.group(0) + SOURCE_NOTE, text)
+
+
+JUDGE_NEEDS = (" (an OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY; or LMMS_EVAL_PLUGINS_JUDGE=offline; "
+               "'lmms-eval-plugins doctor --judge' checks it)")
 
 
 def describe(spec: Benchmark, names: dict[str, str]) -> list[str]:
@@ -54,7 +57,7 @@ def describe(spec: Benchmark, names: dict[str, str]) -> list[str]:
     mine = sorted(n for n in names if spec.owns(n) and benchmark_of_task(n) is spec)
     lines = [f"{spec.name}: {spec.title}. {spec.description}".rstrip(),
              f"  data:  {spec.data or 'bundled sample only'}",
-             f"  judge: {spec.judge + ' (an OpenAI-compatible endpoint; see docs/judges.md)' if spec.judge else 'none'}",
+             f"  judge: {spec.judge + JUDGE_NEEDS if spec.judge else 'none'}",
              f"  help:  lmms-eval-plugins info {spec.name}"]
     lines += [f"  {name:<34} {names[name]}" for name in mine]
     return lines
@@ -69,7 +72,7 @@ def info(name: str) -> str:
                          "'lmms-eval-plugins tasks' lists every task)")
     if spec.readme is None or not spec.readme.is_file():
         return f"{spec.title}: {spec.description}\n(no README installed; task folder: {spec.tasks_dir})\n"
-    return spec.readme.read_text(encoding="utf-8")
+    return mark_source_only(spec.readme.read_text(encoding="utf-8"))
 
 
 def main(argv: list[str]) -> int:

@@ -182,7 +182,8 @@ def test_tasks_lists_each_benchmark_with_its_needs_and_tasks(capsys):
 def test_info_prints_the_installed_readme_of_a_task_or_benchmark(capsys):
     from lmms_eval_plugins import task_list
 
-    assert task_list.info("crossvid_bu_sample") == B.get("crossvid").readme.read_text(encoding="utf-8")
-    assert task_list.info("causalstep") == B.get("causalstep").readme.read_text(encoding="utf-8")
+    mark = task_list.mark_source_only  # repository-only files are marked (tests/test_task_list.py)
+    assert task_list.info("crossvid_bu_sample") == mark(B.get("crossvid").readme.read_text(encoding="utf-8"))
+    assert task_list.info("causalstep") == mark(B.get("causalstep").readme.read_text(encoding="utf-8"))
     with pytest.raises(SystemExit, match="no installed benchmark owns 'mmmu_val'"):
         task_list.info("mmmu_val")

@@ -8,6 +8,8 @@ import pytest
 from PIL import Image
 
 from lmms_eval_plugins import check_model as cm
+from lmms_eval_plugins import check_model_observed as cmo
+from lmms_eval_plugins import check_model_tasks as cmt
 from lmms_eval_plugins.task_list import task_names
 
 # One image benchmark, and one video benchmark with a free-form judged task when it exists.
@@ -34,8 +36,8 @@ def frames(n, size=(8, 6)):
 
 
 def test_request_shapes_count_visuals_and_flag_pitfalls():
-    shapes = cm.Shapes()
-    cm.measure_messages([
+    shapes = cmt.Shapes()
+    cmt.measure_messages([
         {"role": "system", "content": [{"type": "text", "text": "You are a helpful video analyzer."}]},
         {"role": "user", "content": [
             {"type": "text", "text": "Video 1:"}, {"type": "video", "url": frames(4)},
@@ -43,14 +45,25 @@ def test_request_shapes_count_visuals_and_flag_pitfalls():
             {"type": "video", "url": []},
             {"type": "text", "text": "Question"}]},
     ], shapes, where="doc 0")
-    cm.measure_messages([{"role": "user", "content": [{"type": "image", "url": Image.new("RGB", (20, 10))},
-                                                      {"type": "text", "text": "Q"}]}], shapes, where="doc 1")
+    cmt.measure_messages([{"role": "user", "content": [{"type": "image", "url": Image.new("RGB", (20, 10))},
+                                                       {"type": "text", "text": "Q"}]}], shapes, where="doc 1")
     s = shapes.summary()
     assert (s["requests"], s["images"], s["videos"], s["frames_per_video"], s["frames_per_request"]) == (2, "0-1", "0-3", "0-4", "0-7")
     assert s["interleaved_requests"] == 1 and s["max_size"] == "20x10"
     issues = " ".join(s["issues"])
     assert "video 2 mixes frame sizes" in issues and "video 3 is an empty frame list" in issues
     assert "fewer frames (3) than video 1 (4)" in issues
+
+
+def test_metrics_are_read_like_every_other_command_reads_them():
+    # stderr companions (all three kinds) are no metrics; the "none" filter wins over another filter,
+    # whichever comes first; "N/A" stays a metric value but not a headline number
+    raw = {"alias": "t", "acc,strict": 10.0, "acc,none": 40.0, "acc_stderr,none": 5.0, "acc_stderr_clt,none": 0.05,
+           "acc_stderr_clustered,none": 0.06, "parse_fail,none": 3, "f1,none": "N/A", "f1_stderr,none": "N/A"}
+    metrics = cm._metrics({"results": {"t": raw}}, "t")
+    assert metrics == {"acc": 40.0, "parse_fail": 3, "f1": "N/A"}
+    assert cm._headline(metrics) == {"acc": 40.0, "parse_fail": 3}
+    assert cm._metrics({"results": {}}, "t") == {} and cm._metrics({}, "t") == {}
 
 
 def test_compliance_from_logged_items():
@@ -160,7 +173,7 @@ def test_observe_plan_proxies_api_classes_only(monkeypatch):
     # without base_url the class falls back to OPENAI_API_BASE, then the client's OPENAI_BASE_URL, then the public endpoint
     assert cm.observe_plan("openai", "model_version=m", {"OPENAI_API_BASE": "http://a/v1", "OPENAI_BASE_URL": "http://b/v1"}).upstream == "http://a/v1"
     assert cm.observe_plan("openai", None, {"OPENAI_BASE_URL": "http://b/v1"}).via == "OPENAI_API_BASE"
-    assert cm.observe_plan("openai", None, {}).upstream == cm.DEFAULT_OPENAI_BASE_URL
+    assert cm.observe_plan("openai", None, {}).upstream == cmo.DEFAULT_OPENAI_BASE_URL
     for model, model_args in [("qwen2_5_vl", "pretrained=x"), ("openai", "azure_openai=True"), ("litellm", "model=anthropic/c")]:
         plan = cm.observe_plan(model, model_args, {})
         assert plan.upstream is None and plan.reason.startswith("not observable"), model
@@ -180,9 +193,9 @@ def test_sent_bodies_compared_with_intended_shapes():
         {"type": "text", "text": "Video 1:"}, {"type": "video", "url": frames(4, (160, 120))},
         {"type": "text", "text": "Video 2:"}, {"type": "video", "url": frames(5, (160, 120))},
         {"type": "text", "text": "Q"}]}]
-    intent = cm.doc_intent(messages, 0)
-    image_intent = cm.doc_intent([{"role": "user", "content": [{"type": "image", "url": Image.new("RGB", (20, 10))},
-                                                               {"type": "text", "text": "Q2"}]}], 1)
+    intent = cmt.doc_intent(messages, 0)
+    image_intent = cmt.doc_intent([{"role": "user", "content": [{"type": "image", "url": Image.new("RGB", (20, 10))},
+                                                                {"type": "text", "text": "Q2"}]}], 1)
     big = [336, 252]
     sent = ["text", *[big] * 4, "text", *[big] * 6, "text"]  # fetch_video: resized, the odd count padded
     records = [_record(0, sent, ["Video 1:", "Video 2:", "Q"]),
@@ -199,8 +212,8 @@ def test_sent_bodies_compared_with_intended_shapes():
     # several tasks in one lmms-eval run: each body goes to the task whose doc has its text
     by_task = cm.attribute_records(records, {"a": [intent], "b": [image_intent]})
     assert [r.n for r in by_task["a"]] == [0, 1] and [r.n for r in by_task["b"]] == [2] and [r.n for r in by_task[None]] == [3]
-    assert cm.compare_runs(image_intent, [[40, 20], "text"]) == ["image resized 20x10 -> 40x20"]
-    assert cm.compare_runs(intent, ["text", *[big] * 4, "text", *[big] * 5, "text"]) == ["frames resized 160x120 -> 336x252"]
+    assert cmo.compare_runs(image_intent, [[40, 20], "text"]) == ["image resized 20x10 -> 40x20"]
+    assert cmo.compare_runs(intent, ["text", *[big] * 4, "text", *[big] * 5, "text"]) == ["frames resized 160x120 -> 336x252"]
 
 
 def test_failed_requests_are_not_replies():
@@ -340,7 +353,7 @@ def test_openai_class_sent_requests_are_observed_through_the_proxy(tmp_path, iso
     received_sizes = {f"{w}x{h}" for b in video_bodies for w, h in (i for i in chat_items(b) if isinstance(i, list))}
     video, image = rows["crossvid_bu_sample"]["observed"], rows["errorradar_step_sample"]["observed"]
     assert video["observable"] and video["requests"] == 2 and video["error_replies"] == 0
-    assert video["frames_per_video"] == cm._span(received_runs) and set(video["image_sizes"]) == received_sizes
+    assert video["frames_per_video"] == cmo._span(received_runs) and set(video["image_sizes"]) == received_sizes
     intended = rows["crossvid_bu_sample"]["shapes"]
     assert intended["max_size"] not in received_sizes  # fetch_video resizes small frames up to its pixel minimum
     assert f"frames resized {intended['max_size']} -> {received_sizes.pop()} (docs 0, 1)" in video["differences"]

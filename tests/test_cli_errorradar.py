@@ -6,9 +6,10 @@ import shutil
 
 import pytest
 
-from lmms_eval_plugins import run_status, stats
+from lmms_eval_plugins import report, run_status, stats
 from lmms_eval_plugins.models.random_baseline import chance_pick
 from lmms_eval_plugins.testing.cli_run import run_lmms_eval
+from lmms_eval_plugins.testing.report_fixtures import html_table_rows
 from lmms_eval_plugins.testing.task_utils import load_task_utils
 
 pytestmark = pytest.mark.cli
@@ -54,6 +55,17 @@ def test_random_baseline_is_seeded_and_matches_its_definition(tmp_path, isolated
     # lmms-eval's own CLT standard error reads the items' score_key (a fraction), clustered by record
     assert results["step_acc_stderr_clt"] == pytest.approx(stats.mean_stderr(right))
     assert results["step_acc_stderr_clustered"] == pytest.approx(stats.mean_stderr(right))  # one round: one item per record
+    # the report's "Error bars" table shows them, open without a click (issue 29): read from report.html
+    out = tmp_path / "report"
+    assert report.main([str(run.results_path.parent), "-o", str(out), "--no-plots", "--no-markdown"]) == 0
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "<details open><summary>Error bars</summary>" in page
+    (row,) = [r for r in html_table_rows(page, "errorradar-errorbars") if r["task"] == STEP_TASK and r["metric"] == "STEP acc"]
+    value, se = 100 * sum(right) / len(docs), 100 * stats.mean_stderr(right)
+    assert (row["value"], row["stderr"]) == (f"{value:.2f}", f"{se:.2f}")
+    assert row["95% CI"] == f"[{value - 1.959964 * se:.2f}, {value + 1.959964 * se:.2f}]"
+    assert row["MDE"] == f"{(1.959964 + 0.841621) * se * 2 ** 0.5:.2f}"  # z_.975 + z_.8, SE of a difference of two runs
+    assert row["lmms-eval CLT stderr"] == f"{stats.mean_stderr(right):.4f}"  # a fraction: 4 decimals
 
 
 def test_tiny_qwen_completes(tmp_path, isolated_env, tiny_qwen_args):

@@ -5,7 +5,8 @@ an unjudged task in one run:
 - clean run (working judge): the reference numbers;
 - outage by connection refused, and by HTTP 500 on every call: results and logged samples are on
   disk, the verdict-based metrics are null with counts, the other metrics and the unjudged task are
-  as in the clean run, and the output ends with the command that finishes the run;
+  as in the clean run, and the output ends with the judge failures by cause and host, each with its
+  fix, and the command that finishes the run;
 - `lmms-eval-plugins score` with the judge back: metrics identical to the clean run; a second
   `score` makes 0 judge calls;
 - `--predict_only` with no judge configured: no judge calls; `score` then gives the clean numbers.
@@ -85,7 +86,9 @@ def runs(tmp_path_factory):
         with JudgeServer(lifetime=1200) as judge, JudgeServer(behaviour=lambda r: server_error(500), lifetime=1200) as broken:
             out["clean"] = lmms_eval("clean", env("clean", judge.base_url))
             out["clean_calls"] = judge.n_requests
-            out["refused"] = lmms_eval("refused", env("refused", _dead_url()))
+            dead = _dead_url()
+            out["hosts"] = {"refused": dead.removesuffix("/v1"), "http500": broken.base_url.removesuffix("/v1")}
+            out["refused"] = lmms_eval("refused", env("refused", dead))
             out["http500"] = lmms_eval("http500", env("http500", broken.base_url))
             out["http500_calls"] = broken.n_requests
             out["predict_only"] = lmms_eval("predict_only", env("predict_only", None), ["--predict_only"])
@@ -123,6 +126,50 @@ def test_an_outage_keeps_every_result_and_sample(runs, outage):
             elif metric not in ("unscored", "judge_errors", "acc_r_judge_errors"):
                 assert got[metric] == value, (task, metric)  # the rest of the run is untouched
     assert "sample(s) are UNSCORED" in run.output and "lmms-eval-plugins score" in run.output
+
+
+@pytest.mark.parametrize("outage, cause, fix", [
+    ("refused", "connection refused", "nothing listens there: start the judge server, or point OPENAI_BASE_URL at it"),
+    ("http500", "HTTP 500", "the judge server failed: see its log, then score again")])
+def test_the_closing_block_names_the_failure_by_cause_and_host_with_its_fix(runs, outage, cause, fix):
+    run = runs[outage]
+    errors = sum(s["judge_errors"] for r in run.results["lmms_eval_plugins_judges"] for s in r["by_model"].values())
+    assert errors >= sum(len(run.samples(t)) for t in VERDICT_METRICS)  # every judged sample failed
+    block = run.output[run.output.rindex("sample(s) are UNSCORED"):]
+    assert f"Judge errors (samples), by cause:\n  {errors} x {cause} at {runs['hosts'][outage]}\n      fix: {fix}\n" in block
+    assert TEST_API_KEY not in run.output
+
+
+def test_count_rows_show_no_stderr_in_the_console_table(runs):
+    """lmms-eval printed a 0.0000 stderr for counts (unscored, judge_errors, parse_fail...)."""
+    from lmms_eval_plugins.console import spec_unit
+
+    run = runs["refused"]
+    numeric = [(t, k) for t in TASKS for k, v in run.task_results(t).items() if isinstance(v, float)
+               and k.endswith(("_stderr", "_stderr_clt")) and spec_unit(t, k.rsplit("_stderr", 1)[0]) == "count"]
+    assert numeric  # lmms-eval computed stderrs over counts: without the fix the table prints them
+    counted = [r for r in _table_rows(run.output) if spec_unit(r["task"], r["Metric"]) in ("count", "dict")]
+    assert {r["Metric"] for r in counted} >= {"unscored", "judge_errors"}
+    shown = [(r["task"], r["Metric"], r.get(c)) for r in counted for c in ("Stderr", "Stderr_CLT", "Stderr_Clustered")]
+    assert all(se in (None, "N/A") for _, _, se in shown), shown
+
+
+def _table_rows(output: str) -> list[dict[str, str]]:
+    """The rows of lmms-eval's results table (markdown), each cell by its column header; a row without a
+    task name continues the task above."""
+    rows, header, task = [], None, ""
+    for line in output.splitlines():
+        if not line.startswith("|"):
+            header = None if not line.strip() else header
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if "Metric" in cells and "Stderr" in cells:
+            header = cells
+        elif header and len(cells) == len(header) and not set(line) <= set("|-: "):
+            row = dict(zip(header, cells))
+            task = row.get("Tasks") or task
+            rows.append({**row, "task": task.lstrip(" -")})
+    return rows
 
 
 def test_http_500_calls_were_retried_then_gave_up(runs):

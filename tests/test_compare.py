@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from lmms_eval_plugins import compare
-from lmms_eval_plugins.report import discover_runs
+from lmms_eval_plugins.benchmark import benchmark_of_task
+from lmms_eval_plugins.runs import discover_runs
 
 RUNS = Path(__file__).parent / "data" / "report_runs"
-KEYS = ["task", "metric", "a", "b", "diff", "ci_low", "ci_high", "p_value", "n"]
+KEYS = ["task", "metric", "a", "b", "diff", "ci_low", "ci_high", "p_value", "n", "method"]
 
 
 @pytest.fixture(scope="module")
@@ -50,22 +53,103 @@ def test_clear_wins_are_significant_and_the_difference_is_b_minus_a(rows):
     step = by["errorradar_step_sample", "step_acc"]
     assert step.diff == pytest.approx(step.b - step.a) and step.diff > 0
     assert step.ci_low > 0 and step.p_value < 0.05 and step.n == 10
-    assert step.method == "paired mean, clustered"  # a mean of per-item scores, records as clusters
+    assert step.method == "paired cluster bootstrap by question_id"  # records as clusters
+    # before: the normal interval [40.06, 99.94]; the bootstrap's resampled means of 0/1 differences
+    # stay in [-100, 100], here all 7 records B got right and A did not resampled: 100
+    assert step.ci_high == 100.0
     csr = by["causalstep_sample", "csr"]
-    assert csr.method == "paired bootstrap, clustered" and csr.diff == pytest.approx(100.0)
+    assert csr.method == "paired cluster bootstrap by video_id" and csr.diff == pytest.approx(100.0)
+    assert csr.ci_low is None and csr.units == 4  # 4 videos: too few for an interval (a note says so)
 
 
 def test_a_run_against_itself_differs_by_nothing(rows):
     a, _, _ = rows
     same = compare.compare_runs(a, a, iterations=100)
-    assert same and all(r.diff in (0.0, None) for r in same)
-    assert all(r.p_value in (1.0, None) for r in same)
+    assert same and all(r.diff == 0.0 for r in same)
+    assert all(r.p_value in (1.0, None) and not r.significant for r in same)
+    assert all((r.ci_low, r.ci_high) == (0.0, 0.0) for r in same if r.p_value is not None)
+
+
+def test_the_oracle_against_random_f1_rows_no_longer_disagree(rows):
+    _, _, found = rows
+    vis = {(r.task, r.metric): r for r in found}["errorradar_cate_sample", "cate_f1_vis"]
+    # before: CI [0, 100] (not starred) with a normal-approximation p of 0.001
+    assert vis.diff == 100.0 and vis.ci_low <= 0 and vis.p_value >= 0.05 and not vis.significant
 
 
 def test_json_output_and_exit_status(capsys):
     assert compare.main([str(RUNS / "random"), str(RUNS / "oracle"), "--json", "--iterations", "50"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data and all(list(row) == KEYS for row in data)
+    assert {row["method"] for row in data} == {"paired bootstrap", "paired cluster bootstrap by question_id",
+                                               "paired cluster bootstrap by video_id"}
+
+
+def _in_range(task: str, metric: str, low: float, high: float) -> bool:
+    unit = benchmark_of_task(task).task_metrics(task)[metric].unit
+    span = {"%": 100.0, "fraction": 1.0}[unit]  # a difference of two values in [0, span]
+    return -span <= low <= high <= span
+
+
+@pytest.mark.cli
+def test_compare_through_the_cli_every_row_in_range_one_method_star_iff_p(tmp_path):
+    """The issue's check, on every *_sample task: oracle against random through the installed command."""
+    cli = Path(sys.executable).parent / "lmms-eval-plugins"
+    args = [str(cli), "compare", str(RUNS / "oracle"), str(RUNS / "random"), "--iterations", "200"]
+    done = subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads(done.stdout)
+    assert {row["task"] for row in data} == {p.name.split("_samples_")[1][:-6] for p in RUNS.glob("oracle/*_samples_*.jsonl")}
+    with_ci = [row for row in data if row["ci_low"] is not None]
+    assert len(with_ci) >= 20
+    for row in data:
+        assert row["method"].startswith(("paired bootstrap", "paired cluster bootstrap")), row
+        if row["ci_low"] is None:  # no interval: no p either, and a note names the task and why
+            assert row["p_value"] is None and f"note: {row['task']} " in done.stderr, row
+            continue
+        assert _in_range(row["task"], row["metric"], row["ci_low"], row["ci_high"]), row
+        assert (row["ci_low"] > 0 or row["ci_high"] < 0) == (row["p_value"] < 0.05), row
+    # the table: the star where and only where p < 0.05, and the method named on every row
+    table = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert table.returncode == 0, table.stderr[-2000:]
+    lines = {tuple(line.split()[:2]): line for line in table.stdout.splitlines()}
+    for row in data:
+        line = lines[row["task"], row["metric"]]
+        assert line.endswith(row["method"]) and (" * " in line) == (row["p_value"] is not None and row["p_value"] < 0.05), line
+
+
+def test_one_sided_and_degenerate_comparisons_are_notes_not_blanks(tmp_path, capsys):
+    (a,) = discover_runs(RUNS / "oracle")
+    other = tmp_path / "other"
+    shutil.copytree(RUNS / "oracle", other)
+    (samples,) = other.glob("*_samples_errorradar_step_sample.jsonl")
+    lines = [json.loads(line) for line in samples.read_text(encoding="utf-8").splitlines()]
+    for line in lines:  # every item of one task unscored in B (a failed request)
+        line["step_acc"] = {**line["step_acc"], "unscored": "request_failed"}
+    samples.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    (b,) = discover_runs(other)
+    notes: list[str] = []
+    found = compare.compare_runs(a, b, iterations=50, notes=notes)
+    assert not any(r.task == "errorradar_step_sample" for r in found)
+    assert "errorradar_step_sample step_acc: 10 item(s) unscored in either run left out of the pairing" in notes
+    assert "errorradar_step_sample step_acc: no item scored in both runs; not compared" in notes
+    # identical runs elsewhere: a difference of 0 with the interval [0, 0] and p = 1, never a blank
+    vir = {(r.task, r.metric): r for r in found}["virectify_sample", "acc_i"]
+    assert (vir.diff, vir.ci_low, vir.ci_high, vir.p_value) == (0.0, 0.0, 0.0, 1.0)
+    # runs with no task in common: each task named, and the reason for exit 1
+    lonely = tmp_path / "lonely"
+    lonely.mkdir()
+    for path in (RUNS / "oracle").glob("*"):
+        if "errorradar" in path.name or path.name.endswith("_results.json"):
+            shutil.copy(path, lonely / path.name)
+    _edit_results(lonely, lambda d: [d["results"].pop(t) for t in list(d["results"]) if not t.startswith("errorradar")])
+    strange = tmp_path / "strange"
+    shutil.copytree(RUNS / "oracle", strange)
+    _edit_results(strange, lambda d: [d["results"].pop(t) for t in list(d["results"]) if t.startswith("errorradar")])
+    assert compare.main([str(lonely), str(strange), "--iterations", "20"]) == 1
+    err = capsys.readouterr().err
+    assert "note: errorradar_step_sample: only in A; not compared" in err
+    assert "nothing to compare" in err
 
 
 def test_runs_over_different_data_are_refused(tmp_path, capsys):

@@ -183,14 +183,14 @@ def test_the_request_loop_is_found_on_the_stack_and_off_when_collator_changed(mo
     assert _compat_warnings(caplog)[0].startswith("lmms-eval-plugins: compat request-loop: signature (self, items)")
 
 
-def test_model_args_split_like_lmms_eval_or_at_every_comma(monkeypatch, caplog, fresh_compat):
+def test_model_args_split_like_lmms_eval_or_by_the_same_rule(monkeypatch, caplog, fresh_compat):
     from lmms_eval_plugins.compat.private import split_model_args
 
     assert split_model_args('a=1,b="x,y",c={"k": 1, "j": 2}') == ["a=1", 'b="x,y"', 'c={"k": 1, "j": 2}']
     monkeypatch.delattr("lmms_eval.utils._smart_comma_split")
     monkeypatch.setattr(compat, "_available", {})
     with caplog.at_level(logging.WARNING):
-        assert split_model_args('a=1,b="x,y"') == ["a=1", 'b="x', 'y"']  # the documented fallback
+        assert split_model_args('a=1,b="x,y",c={"k": 1, "j": 2}') == ["a=1", 'b="x,y"', 'c={"k": 1, "j": 2}']  # the fallback
     assert _compat_warnings(caplog)[0].startswith("lmms-eval-plugins: compat model-args-split: missing (AttributeError")
 
 

@@ -214,7 +214,8 @@ def test_a_doc_id_logged_twice_names_both_lines(tmp_path):
 
 @pytest.mark.parametrize("task", ["a/b", "../x", "/abs/t.yaml", "a,b", "t*", ".hidden", "", "x" * 201, None])
 def test_a_task_name_is_a_plain_name(tmp_path, task):
-    from lmms_eval_plugins.logged_samples import check_task_name, samples_path
+    from lmms_eval_plugins.logged_samples import check_task_name
+    from lmms_eval_plugins.runs import samples_path
 
     with pytest.raises(DataError, match="is not a task name"):
         check_task_name(task, path=tmp_path / "r.json")

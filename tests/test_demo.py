@@ -19,9 +19,31 @@ def test_headline_is_the_first_percent_metric_of_the_spec():
     assert demo.headline("not_ours", metrics) == ("", None)
 
 
+def test_results_by_model_keeps_each_models_newest_file_and_skips_damaged_ones(tmp_path):
+    import json
+
+    def write(name, model, value, mtime):
+        path = tmp_path / name / "x_results.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps({"config": {"model": model}, "results": {"t": {"acc,none": value}}}), encoding="utf-8")
+        os.utime(path, (mtime, mtime))
+
+    write("old", "oracle", 1.0, 1_000)
+    write("new", "oracle", 2.0, 2_000)
+    write("rnd", "random", 3.0, 1_500)
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / "y_results.json").write_text('{"config": {"model": "oracle"}, "resul', encoding="utf-8")
+    (tmp_path / "deep").mkdir()  # nested past the bounded reader's limit: refused, never parsed
+    (tmp_path / "deep" / "z_results.json").write_text('{"config": {"model": "oracle"}, "results": ' + "[" * 100_000
+                                                      + "]" * 100_000 + "}", encoding="utf-8")
+    os.utime(tmp_path / "deep" / "z_results.json", (3_000, 3_000))
+    runs = demo.results_by_model(tmp_path)
+    assert {m: r["results"]["t"]["acc,none"] for m, r in runs.items()} == {"oracle": 2.0, "random": 3.0}
+
+
 def test_demo_prints_the_tiny_model_beside_oracle_and_random(tmp_path, isolated_env):
     done = subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", "demo", "--output_path", str(tmp_path / "demo"),
-                           "--tasks", "errorradar_sample,mmerror_sample,causalstep_sample"],
+                           "--tasks", "errorradar_sample,mmerror_sample,causalstep_sample,causalstep_sample_restart_same,virectify_sample"],
                           capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = done.stdout.splitlines()
@@ -30,12 +52,29 @@ def test_demo_prints_the_tiny_model_beside_oracle_and_random(tmp_path, isolated_
     rows = {line.split()[0]: line.split() for line in lines[header + 2:] if line.strip() and not line.startswith(" ")
             and "_sample" in line.split()[0]}
     assert {"errorradar_step_sample", "errorradar_cate_sample", "mmerror_etc_sample", "mmerror_epd_sample",
-            "causalstep_sample"} <= set(rows)
+            "causalstep_sample", "causalstep_sample_restart_same", "virectify_sample"} <= set(rows)
     for task, cells in rows.items():
         tiny, oracle, random = cells[-3:]
         assert oracle == "100.0", (task, cells)  # every headline is a percent whose maximum is 100
         assert float(tiny) <= 100.0 and float(random) <= 100.0
     assert "random weights" in done.stdout and "near the random row" in done.stdout
+    # the judged row says which judge scored it (the demo runs the offline judges)
+    note = next(line for line in lines if line.startswith("Judged rows:"))
+    assert "semantic_match_offline scored virectify_sample" in note and "LMMS_EVAL_PLUGINS_JUDGE=offline" in note
+
+
+def test_the_judge_note_names_each_judge_and_its_tasks():
+    assert demo.judge_note({}) == ""
+    note = demo.judge_note({"virectify_sample": "semantic_match_offline", "crossvid_ccqa_sample": "rubric_offline",
+                            "virectify_reflect_sample": "semantic_match_offline"})
+    assert note.startswith("Judged rows: rubric_offline scored crossvid_ccqa_sample; semantic_match_offline scored "
+                           "virectify_reflect_sample, virectify_sample (offline judges, LMMS_EVAL_PLUGINS_JUDGE=offline:")
+
+
+def test_the_demo_table_knows_which_rows_are_judged():
+    lines = ["task  metric  a", "----  ------  -", "virectify_sample  acc_i  1.0", "causalstep_sample  csr  0.0",
+             "crossvid_ccqa_sample  score  0.0"]
+    assert demo.table_judges(lines) == {"virectify_sample": "semantic_match_offline", "crossvid_ccqa_sample": "rubric_offline"}
 
 
 LOG_WITH_TRACEBACK = """\

@@ -255,7 +255,8 @@ def test_new_metrics_get_error_bars_and_breakdowns_none():
 # ------------------------------------------------------------------ paper Tables 4 (R), 5 (P), 6 (F1)
 
 # Per-class (recall, precision, F1) for VIS, CAL, REAS, KNOW, MIS, copied from the paper's Tables 4, 5 and 6
-# (papers/001_*.txt), as printed (fractions): all 22 rows, in the paper's order.
+# ("ErrorRadar: Benchmarking Complex Mathematical Reasoning of MLLMs via Error Detection"), as printed
+# (fractions): all 22 rows, in the paper's order.
 PAPER_ROWS = {
     "InternVL2-2B": ([0.32, 0.38, 0.12, 0.00, 0.24], [0.11, 0.43, 0.43, 0.00, 0.11], [0.16, 0.40, 0.19, 0.00, 0.15]),
     "Phi-3-vision": ([0.09, 0.99, 0.06, 0.03, 0.04], [0.40, 0.40, 0.65, 0.26, 0.22], [0.15, 0.57, 0.12, 0.05, 0.06]),

@@ -30,7 +30,8 @@ from lmms_eval_plugins.testing.cli_run import OFFLINE_ENV, run_lmms_eval
 
 REPO = Path(__file__).resolve().parents[1]
 # The benchmark package is vendored module by module: errorradar's export holds no other benchmark's code.
-ER_MODULES = {"data", "errors", "media", "messages", "metrics", "outcome", "parsing", "tasking",
+ER_MODULES = {"data", "errors", "media", "messages", "metrics", "outcome", "parsing", "parsing_letters",
+              "parsing_markup", "parsing_steps", "parsing_times", "tasking",
               "benchmarks", "benchmarks.errorradar", "benchmarks.errorradar.tasks", "frame_cache",
               "settings"}
 

@@ -124,17 +124,17 @@ def test_one_jsonl_reader_numbers_lines_and_keeps_raw_line_separators_inside_str
 
 
 def test_one_logged_samples_reader(tmp_path):
-    from lmms_eval_plugins import logged_samples
+    from lmms_eval_plugins import logged_samples, runs
 
     results = tmp_path / "2026-01-01T00-00-00.1_results.json"
-    assert logged_samples.samples_path(results, "t") == tmp_path / "2026-01-01T00-00-00.1_samples_t.jsonl"
-    assert logged_samples.samples_path(tmp_path / "run.json", "t") == tmp_path / "run_samples_t.jsonl"
+    assert runs.samples_path(results, "t") == tmp_path / "2026-01-01T00-00-00.1_samples_t.jsonl"
+    assert runs.samples_path(tmp_path / "run.json", "t") == tmp_path / "run_samples_t.jsonl"
     for task in ("b", "a"):
-        logged_samples.samples_path(results, task).write_text('{"doc_id": 0}\n', encoding="utf-8")
+        runs.samples_path(results, task).write_text('{"doc_id": 0}\n', encoding="utf-8")
     (tmp_path / "other_samples_c.jsonl").write_text("", encoding="utf-8")  # another run's
-    assert [p.name for p in logged_samples.samples_files(results)] == [
+    assert [p.name for p in runs.samples_files(results)] == [
         "2026-01-01T00-00-00.1_samples_a.jsonl", "2026-01-01T00-00-00.1_samples_b.jsonl"]
-    assert logged_samples.read_samples(logged_samples.samples_path(results, "a")) == [{"doc_id": 0}]
+    assert logged_samples.read_samples(runs.samples_path(results, "a")) == [{"doc_id": 0}]
 
 
 def test_one_filtered_dict_for_every_filter_attachment():

@@ -109,6 +109,60 @@ def test_the_documented_check_is_a_real_command():
         assert command in SUBCOMMANDS, command
 
 
+# what the README's install line puts in .venv/bin and nowhere else
+VENV_COMMANDS = ("lmms-eval-plugins", "lmms-eval", "pip", "pytest", "vllm")
+ACTIVATE = "source .venv/bin/activate"
+
+
+def bash_blocks(text: str = README) -> list[tuple[int, str]]:
+    """(line number, text) of every ```bash block."""
+    return [(text[:m.start()].count("\n") + 2, m.group(1)) for m in re.finditer(r"```bash\n(.*?)```", text, re.S)]
+
+
+def bare_venv_commands(block: str) -> list[str]:
+    """The commands in a bash block that run a program the venv holds, by bare name, before any
+    ``source .venv/bin/activate`` line: without it they are not found, or are another environment's."""
+    out, active = [], False
+    for line in block.replace("\\\n", " ").splitlines():  # one line per command, continuations joined
+        code = "" if line.lstrip().startswith("#") else line.split(" #")[0].strip()
+        if code == ACTIVATE:
+            active = True
+        for command in filter(None, (c.strip().rstrip("&").strip() for c in re.split(r"&&|\|\||;|\|", code))):
+            words = [w for w in shlex.split(command) if not re.fullmatch(r"[A-Z_]+=\S*", w)]
+            if words and words[0] in VENV_COMMANDS and not active:
+                out.append(" ".join(command.split()))
+    return out
+
+
+def test_the_venv_check_finds_bare_commands_until_the_block_activates():
+    assert bare_venv_commands("lmms-eval-plugins tasks   # list\n") == ["lmms-eval-plugins tasks"]
+    assert bare_venv_commands("python3 -m venv .venv && .venv/bin/pip install . && pip list\n") == ["pip list"]
+    assert bare_venv_commands("X=1 Y=2 \\\nlmms-eval --model a \\\n  --tasks b\n") == ["X=1 Y=2 lmms-eval --model a --tasks b"]
+    assert bare_venv_commands("vllm serve M &\nuntil curl -sf URL; do sleep 5; done\n") == ["vllm serve M"]
+    assert bare_venv_commands("# lmms-eval-plugins tasks\n.venv/bin/lmms-eval-plugins tasks\n") == []
+    assert bare_venv_commands(f"{ACTIVATE}\nlmms-eval-plugins tasks\npip install .\n") == []
+    assert bare_venv_commands(f"pip install .\n{ACTIVATE}\n") == ["pip install ."]
+
+
+def test_every_readme_command_runs_after_the_readme_install_line():
+    blocks = bash_blocks()
+    assert len(blocks) >= 8
+    assert any(".venv/bin/" in block for _, block in blocks) and any(ACTIVATE in block for _, block in blocks)
+    bare = {line: found for line, block in blocks if (found := bare_venv_commands(block))}
+    assert bare == {}, f"README blocks (by line) run venv commands without '{ACTIVATE}' or '.venv/bin/': {bare}"
+
+
+def test_the_qwen_example_fits_qwen_vl_utils_video_frame_cap():
+    import qwen_vl_utils.vision_process as vp
+
+    factor = 14 * vp.SPATIAL_MERGE_SIZE  # Qwen2.5-VL: 14 px patches, 2 x 2 merged into one token
+    frames = 128  # the most frames one of our tasks sends as one video (CrossVid's budget per question)
+    cap = min(vp.VIDEO_MAX_TOKEN_NUM * factor * factor, vp.MODEL_SEQ_LEN * factor * factor * 0.9 / frames * vp.FRAME_FACTOR)
+    args = _model_args(_option(examples()["qwen2_5_vl"], "--model_args"))
+    assert vp.VIDEO_MIN_TOKEN_NUM * factor * factor <= int(args["max_pixels"]) <= cap
+    assert f"max_pixels={int(cap)}" in README and "exceeds limit[602112]" in README
+
+
 def test_the_tiny_model_line_uses_the_demos_settings():
     from lmms_eval_plugins.demo import TINY_MODEL_GEN_KWARGS
     from lmms_eval_plugins.tiny_qwen import LMMS_EVAL_MODEL_ARGS

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from lmms_eval_plugins import report
+from lmms_eval_plugins import report, runs
 from lmms_eval_plugins.benchmark import registry
 from lmms_eval_plugins.benchmarks.causalstep import report as cs_report
 from lmms_eval_plugins.benchmarks.crossvid import report as cv_report
@@ -357,11 +357,11 @@ def test_labels_default_and_override(built, tmp_path):
     assert rc == 0
     tables, _ = html_tables((tmp_path / "report.html").read_text())
     assert set(tables["runs"]) == {"Model A", "Model B"}
-    assert report.model_label({"config": {"model": "qwen2_5_vl",
+    assert runs.model_label({"config": {"model": "qwen2_5_vl",
                                           "model_args": "pretrained=Qwen/Qwen2.5-VL-7B-Instruct,device_map=cpu"}},
                               Path("x")) == "Qwen2.5-VL-7B-Instruct"
-    assert report.model_label({"config": {"model": "openai", "model_args": "model_version=gpt-4o"}}, Path("x")) == "gpt-4o"
-    assert report.model_label({}, Path("/runs/my-run")) == "my-run"
+    assert runs.model_label({"config": {"model": "openai", "model_args": "model_version=gpt-4o"}}, Path("x")) == "gpt-4o"
+    assert runs.model_label({}, Path("/runs/my-run")) == "my-run"
 
 
 def _copy_run(name: str, dest: Path, only: str | None = None) -> Path:
@@ -426,7 +426,7 @@ def test_results_files_of_one_folder_merge_newest_first(tmp_path):
     write("20250101_000000", 10.0, "mmerror_etc")
     write("20250102_000000", 20.0, "mmerror_etc")
     write("20250102_000000b", 30.0, "mmerror_epd")
-    (run,) = report.discover_runs(folder)
+    (run,) = runs.discover_runs(folder)
     assert run.label == "Model-X"
     assert run.tasks["mmerror_etc"].metrics == {"accuracy": 20.0}
     assert run.tasks["mmerror_epd"].metrics == {"accuracy": 30.0}

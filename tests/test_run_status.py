@@ -45,13 +45,24 @@ def test_a_cycle_of_contexts_ends():
     assert run_status.plugin_error_in(a) is None
 
 
-def test_the_block_has_at_most_ten_lines_and_names_record_file_and_fix():
+def _fields(block: str) -> list[str]:
+    """The words of the block's fields (after the label column), in order."""
+    return [w for line in block.splitlines()[2:-3] for w in line[11:].split()]
+
+
+def test_the_block_names_record_file_and_fix_and_cuts_no_message():
+    fix = "put the file there " + " ".join(f"word{i}" for i in range(200))
     error = MediaError("video not found " + "x" * 300, record="CrossVid BU id 3", path="/data/crossvid/videos/a.mp4",
-                       fix="put the file there " + "and more words " * 80)
+                       fix=fix)
     block = run_status.stopped_block(error, "/runs/out/")
     lines = block.splitlines()
-    assert len(lines) <= run_status.MAX_BLOCK_LINES and lines[0] == lines[-1] == "=" * run_status.WIDTH
+    assert lines[0] == lines[-1] == "=" * run_status.WIDTH and "..." not in block
     assert all(len(line) <= run_status.WIDTH for line in lines)
+    # every character of every field, in order (the 300-character word is broken across lines, not cut)
+    assert "".join(_fields(block)) == "".join(f"video not found {'x' * 300} CrossVid BU id 3 /data/crossvid/videos/a.mp4 {fix}".split())
+    assert "word199" in lines[-4]
+    short = run_status.stopped_block(MediaError("no video", path="/v.mp4", fix="put it there"), None).splitlines()
+    assert len(short) == 8  # a short message: a short block
     assert "the run stopped: MediaError" in lines[1]
     assert "record:  CrossVid BU id 3" in block and "file:    /data/crossvid/videos/a.mp4" in block
     assert "fix:     put the file there" in block and "lmms-eval-plugins check-run /runs/out" in block
@@ -104,3 +115,57 @@ def test_check_run_is_a_command(argv, capsys):
     with pytest.raises(SystemExit) as info:
         main(["check-run", *argv])
     assert info.value.code == 0 and "OUTPUT_PATH" in capsys.readouterr().out.upper()
+
+
+def test_a_long_judge_message_fits_in_full():
+    """The missing-judge message (the longest we raise) was cut at "Either set OPENAI_API_KEY (OpenAI)..."."""
+    from lmms_eval_plugins.judges.endpoint import missing_endpoint_message
+
+    message = missing_endpoint_message("semantic_match")
+    block = run_status.stopped_block(DataError(message, fix=message), "out")
+    assert " ".join(_fields(block)) == f"{message} {message}" and "..." not in block
+
+
+def test_a_misspelled_task_is_named_with_the_closest_names(tmp_path):
+    known = ["virectify_sample", "virectify", "errorradar_sample", "crossvid_bu_sample"]
+    assert run_status.closest_tasks("virectfy_sample", known) == ["virectify_sample"]
+    assert run_status.closest_tasks("mmmu_val", known) == []
+    error = run_status.TaskNotFound(["virectfy_sample", "mmmu_vall"], known)
+    assert error.problem == "no task named 'virectfy_sample', 'mmmu_vall': lmms-eval ran nothing"
+    assert error.fix == "'virectfy_sample': did you mean virectify_sample?"
+    assert "lmms-eval --tasks list" in run_status.TaskNotFound(["zzz"], known).fix
+    # check-run, when lmms-eval wrote nothing: the task name, not the output path, is blamed
+    status, lines = run_status.check_run(tmp_path / "never", ["virectfy_sample"])
+    assert status == 1 and lines == [
+        f"check-run: FAILED: no task named 'virectfy_sample': lmms-eval ran nothing, so {tmp_path / 'never'} was never written",
+        "  fix: 'virectfy_sample': did you mean virectify_sample or virectify_reflect_sample?"]
+    status, lines = run_status.check_run(tmp_path / "never", ["virectify_sample"])
+    assert status == 1 and "was it the --output_path?" in lines[0]  # a real task: the path is the suspect
+    # the record the task-names hook writes is what check-run reports
+    run_status.record_failure(str(tmp_path / "out"), error)
+    status, lines = run_status.check_run(tmp_path / "out")
+    assert status == 1 and "no task named 'virectfy_sample'" in lines[0] and "did you mean virectify_sample?" in lines[1]
+
+
+def test_the_task_names_hook_adds_did_you_mean_and_records_the_failure(tmp_path, monkeypatch):
+    """compat entry task-names: lmms-eval's own matching is unchanged; a missing name gets the hint (printed
+    at exit, after lmms-eval's "Tasks not found") and the record check-run reads."""
+    import atexit
+    import sys
+    from types import SimpleNamespace
+
+    from lmms_eval.tasks import TaskManager
+
+    from lmms_eval_plugins import compat
+
+    assert compat.install("task-names")
+    printed: list[str] = []
+    monkeypatch.setattr(atexit, "register", lambda fn, *args: printed.append(args[0]) if args else None)
+    monkeypatch.setattr(sys, "argv", ["lmms-eval", "--tasks", "virectfy_sample,mmmu_val", "--output_path", str(tmp_path / "out")])
+    manager = SimpleNamespace(all_tasks=["virectify_sample", "mmmu_val", "errorradar_sample"])
+    assert TaskManager.match_tasks(manager, ["virectfy_sample", "mmmu_val", "mmmu_*"]) == ["mmmu_val"]
+    assert printed == ["lmms-eval-plugins: did you mean virectify_sample (not virectfy_sample)?"]
+    status, lines = run_status.check_run(tmp_path / "out")
+    assert status == 1 and "no task named 'virectfy_sample'" in lines[0] and "did you mean virectify_sample?" in lines[1]
+    printed.clear()
+    assert TaskManager.match_tasks(manager, ["virectify_sample"]) == ["virectify_sample"] and printed == []

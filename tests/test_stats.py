@@ -7,6 +7,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lmms_eval_plugins import errorbars, stats
 from lmms_eval_plugins.benchmark import Benchmark, Metric, get
@@ -61,17 +63,80 @@ def test_bootstrap_iterations_from_the_environment(monkeypatch):
         stats.bootstrap_iterations()
 
 
+def test_percentile_test_by_hand_at_the_boundary():
+    # 40 resamples: m = 39 // 40 = 0, so the interval is [min, max]; all above 0: p = 0
+    assert stats.percentile_test(list(range(1, 41))) == (1.0, 40.0, 0.0)
+    # one resample at 0 of 40: p = 2 * 1 / 40 = 0.05, not below 0.05, and the interval reaches 0
+    low, high, p = stats.percentile_test([0, *range(1, 40)])
+    assert (low, high, p) == (0.0, 39.0, 0.05)
+    # 41 resamples: m = 40 // 40 = 1, the interval is [d_(2), d_(40)]; one at -1: p = 2 / 41 < 0.05
+    low, high, p = stats.percentile_test([-1, *range(1, 41)])
+    assert (low, high) == (1.0, 39.0) and p == pytest.approx(2 / 41) and p < 0.05
+    # 1000 resamples: m = 24, the 25th and the 976th values; 24 of them below 0: p = 0.048
+    low, high, p = stats.percentile_test([-1.0] * 24 + [2.0] * 976)
+    assert (low, high, p) == (2.0, 2.0, 0.048)
+    low, high, p = stats.percentile_test([-1.0] * 25 + [2.0] * 975)
+    assert (low, high, p) == (-1.0, 2.0, 0.05)
+    assert stats.percentile_test([0.0] * 10) == (0.0, 0.0, 1.0)  # all equal: p = 1, capped
+    assert stats.percentile_test([1e-12, -1e-12] * 5) == (0.0, 0.0, 1.0)  # rounding noise is a tie
+    with pytest.raises(ValueError):
+        stats.percentile_test([])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.integers(-3, 3).map(float), st.floats(-100, 100)), min_size=1, max_size=120))
+def test_the_interval_excludes_0_exactly_when_p_is_below_005(diffs):
+    low, high, p = stats.percentile_test(diffs)
+    assert low <= high and 0.0 <= p <= 1.0
+    assert (low > 0 or high < 0) == (p < 0.05)
+    assert min(diffs) - 1e-9 <= low and high <= max(diffs) + 1e-9  # inside the resampled values
+
+
 def test_paired_mean_by_hand():
-    result = stats.paired_mean([0, 0, 1, 1], [1, 1, 1, 1], scale=100.0)
-    # differences 1, 1, 0, 0: mean 0.5, SE sqrt(1/3)/2 = 0.288675; in percent
-    se = 100 * math.sqrt(1 / 3) / 2
-    assert (result.a, result.b, result.diff, result.n) == (50.0, 100.0, 50.0, 4)
-    assert result.ci_low == pytest.approx(50 - 1.959964 * se, abs=1e-4)
-    assert result.ci_high == pytest.approx(50 + 1.959964 * se, abs=1e-4)
-    assert result.p_value == pytest.approx(0.083265, abs=1e-5)  # 2 (1 - Phi(sqrt(3)))
-    assert not result.significant
-    same = stats.paired_mean([1, 0, 1], [1, 0, 1])
-    assert (same.diff, same.p_value, same.significant) == (0.0, 1.0, False)
+    # 8 independent items, B right where A is wrong on 4: diff 50 points. A resampled mean of the
+    # differences is 100 X / 8 with X ~ Binomial(8, 1/2): P(X = 0) = 1/256, P(X <= 1) = 9/256 > 2.5%,
+    # so the interval is [12.5, 87.5] and p = 2 P(X = 0) = 2/256.
+    result = stats.paired_mean([0] * 8, [1, 1, 1, 1, 0, 0, 0, 0], scale=100.0, iterations=4000)
+    assert (result.a, result.b, result.diff, result.n, result.units) == (0.0, 50.0, 50.0, 8, 8)
+    assert (result.ci_low, result.ci_high) == (12.5, 87.5)
+    assert result.p_value == pytest.approx(2 / 256, abs=0.004)
+    assert result.significant and result.method == "paired bootstrap" and result.resamples == 4000
+    # the same items as 6 clusters of 2, 3 clusters differing: X ~ Binomial(6, 1/2) clusters,
+    # P(X = 0) = 1/64, P(X <= 1) = 7/64: interval [100/6, 500/6], p = 2/64 = 0.031
+    clusters = [c for c in range(6) for _ in (0, 1)]
+    clustered = stats.paired_mean([0] * 12, [1] * 6 + [0] * 6, clusters=clusters, scale=100.0, iterations=4000)
+    assert clustered.diff == 50.0 and clustered.units == 6 and clustered.method == "paired cluster bootstrap"
+    assert clustered.ci_low == pytest.approx(100 / 6) and clustered.ci_high == pytest.approx(500 / 6)
+    assert clustered.p_value == pytest.approx(2 / 64, abs=0.012)
+    same = stats.paired_mean([1, 0, 1, 1, 0, 1], [1, 0, 1, 1, 0, 1], iterations=200)
+    assert (same.diff, same.ci_low, same.ci_high, same.p_value, same.significant) == (0.0, 0.0, 0.0, 1.0, False)
+
+
+def test_too_few_units_or_items_give_no_interval_and_say_why():
+    few = stats.paired_mean([0, 0, 1, 1], [1, 1, 1, 1], scale=100.0, iterations=200)
+    assert few.diff == 50.0 and (few.ci_low, few.ci_high, few.p_value) == (None, None, None)
+    assert few.note.startswith("4 independent unit(s): no interval below 6")
+    # eight items, but four clusters: the clusters count
+    paired = stats.paired_mean([0] * 8, [1] * 8, clusters=[0, 0, 1, 1, 2, 2, 3, 3], iterations=200)
+    assert paired.ci_low is None and paired.note.startswith("4 independent unit(s)")
+    empty = stats.paired_bootstrap(len, [], [], iterations=50)
+    assert (empty.diff, empty.n, empty.note) == (None, 0, "no item scored in both runs")
+    undefined = stats.paired_bootstrap(lambda xs: None, list(range(8)), list(range(8)), iterations=50)
+    assert undefined.diff is None and undefined.note == "the metric has no number in run A and B"
+    off = stats.paired_mean([0] * 8, [1] * 8, iterations=0)
+    assert off.diff == 1.0 and off.ci_low is None and off.note == "bootstrap iterations set to 0"
+
+
+def test_the_mean_shortcut_equals_the_bootstrap_of_the_mean():
+    rng = np.random.default_rng(3)
+    a, b = list(rng.random(30)), list(rng.random(30))
+    clusters = [i // 3 for i in range(30)]
+    mean = lambda xs: 100.0 * sum(xs) / len(xs)  # noqa: E731
+    for c in (None, clusters):
+        fast = stats.paired_mean(a, b, clusters=c, scale=100.0, iterations=300)
+        slow = stats.paired_bootstrap(mean, a, b, clusters=c, iterations=300)
+        assert fast.diff == pytest.approx(slow.diff) and fast.p_value == slow.p_value
+        assert (fast.ci_low, fast.ci_high) == pytest.approx((slow.ci_low, slow.ci_high))
 
 
 def test_paired_bootstrap_of_a_ratio_metric():
@@ -81,8 +146,36 @@ def test_paired_bootstrap_of_a_ratio_metric():
     share = lambda items: 100.0 * sum(i["tp"] for i in items) / len(items)  # noqa: E731
     result = stats.paired_bootstrap(share, a, b, iterations=1000)
     assert result.diff == pytest.approx(100 - 100 * 20 / 60)
-    assert result.significant and result.p_value < 1e-6 and result.ci_low > 0
+    assert result.significant and result.p_value == 0.0 and result.ci_low > 0 and result.ci_high <= 100.0
     assert result.n == 60 and result.method == "paired bootstrap"
+
+
+def _f1(items):
+    """A bounded ratio (percent) undefined without positives: the shape of the per-class F1s."""
+    tp = sum(1 for i in items if i["gold"] and i["pred"])
+    fp = sum(1 for i in items if not i["gold"] and i["pred"])
+    fn = sum(1 for i in items if i["gold"] and not i["pred"])
+    return None if tp + fp + fn == 0 else 100.0 * 2 * tp / (2 * tp + fp + fn)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans(), st.integers(0, 9)), min_size=0, max_size=40),
+       st.booleans())
+def test_paired_intervals_stay_in_range_and_agree_with_p(rows, mean_metric):
+    a = [{"gold": g, "pred": pa} for g, pa, _, _ in rows]
+    b = [{"gold": g, "pred": pb} for g, _, pb, _ in rows]
+    clusters = [c for *_, c in rows]
+    if mean_metric:
+        result = stats.paired_mean([float(x["pred"]) for x in a], [float(x["pred"]) for x in b], clusters=clusters,
+                                   scale=100.0, iterations=80)
+    else:
+        result = stats.paired_bootstrap(_f1, a, b, clusters=clusters, iterations=80)
+    have = [result.ci_low is not None, result.ci_high is not None, result.p_value is not None]
+    assert all(have) or (not any(have) and result.note)  # all from one method, or none and why
+    if all(have):
+        assert -100.0 <= result.ci_low <= result.ci_high <= 100.0
+        assert result.significant == (result.p_value < 0.05)
+        assert result.units >= stats.MIN_UNITS
 
 
 def test_minimum_detectable_effect():

@@ -164,8 +164,19 @@ class _Score:
             time.sleep(0.1)
 
     def child(self) -> psutil.Process:
+        """The lmms-eval child, once it has exec'd (just after the fork its command line is still empty)."""
         found: list[psutil.Process] = []
-        self.wait_for(lambda: found.extend(psutil.Process(self.process.pid).children()) or found)
+
+        def started() -> bool:
+            for child in psutil.Process(self.process.pid).children():
+                try:
+                    if "lmms_eval" in " ".join(child.cmdline()):
+                        found.append(child)
+                except psutil.Error:
+                    continue
+            return bool(found)
+
+        self.wait_for(started)
         return found[0]
 
 

@@ -3,8 +3,8 @@
 Nothing outside this subpackage replaces an lmms-eval attribute or reads a caller's frame
 (``tests/test_compat.py`` checks the source). Modules:
 
-- ``patches``: hooks that change what lmms-eval does around a run (task folders, console table,
-  ``simple_evaluate``, the results file, error bars);
+- ``patches``: hooks that change what lmms-eval does around a run (task folders, task-name hints,
+  console table, ``simple_evaluate``, the results file, error bars);
 - ``fixes``: workarounds for lmms-eval 0.7.3 bugs (frames sent to API models, failed requests in
   ``--use_cache``, the per-request probe notice);
 - ``frames``: the two caller-frame reads (the judge filter's instances, the model's request loop);
@@ -60,9 +60,10 @@ ENTRIES: tuple[Entry, ...] = (
           "tasks are found only with `--include_path $(lmms-eval-plugins tasks --path)`, and the entries installed "
           "when a TaskManager is built (evaluate-hook, results-hook, error-bars, probe-notice) stay off", "task discovery"),
     Entry("console-table", "lmms_eval.utils:make_table", PATCH, ("result_dict", "column", "sort_results"),
-          "shows dict/list metrics as `{N entries, see results JSON}` and ends the output with the unscored-samples "
-          "block; also rebinds the name in `lmms_eval.evaluator` and `lmms_eval.__main__`; none in 0.7.3",
-          None, "0.7.x", "the console table shows breakdowns in full and no unscored block (the results JSON is the same)",
+          "shows dict/list metrics as `{N entries, see results JSON}`, no stderr for count and breakdown rows, and "
+          "ends the output with the unscored-samples block (judge failures by cause and host); also rebinds the name in `lmms_eval.evaluator` and `lmms_eval.__main__`; none in 0.7.3",
+          None, "0.7.x", "the console table shows breakdowns in full, a 0.0000 stderr for counts and no unscored block "
+          "(the results JSON is the same)",
           "compact console table"),
     Entry("evaluate-hook", "lmms_eval.evaluator:simple_evaluate", PATCH, ("predict_only",),
           "notes `--predict_only` for the judge filters (no judge calls; `score` judges later) and turns a plugin "
@@ -79,6 +80,11 @@ ENTRIES: tuple[Entry, ...] = (
           "fills `<metric>_stderr` for our custom aggregations from the benchmark spec; none in 0.7.3 "
           "(its stderr covers only known aggregations, its `_stderr_clt` only means of a `score_key`)",
           None, "0.7.x", "`<metric>_stderr` stays N/A for our metrics (values unchanged)", "error bars"),
+    Entry("task-names", "lmms_eval.tasks:TaskManager.match_tasks", PATCH, ("self", "task_list"),
+          "a requested task name lmms-eval does not know gets a one-line 'did you mean' (closest names) after "
+          "lmms-eval's own 'Tasks not found' error, and the failure is recorded for `check-run`; none in 0.7.3",
+          None, "0.7.x", "a misspelled task ends with lmms-eval's traceback only, and `check-run` guesses from the "
+          "installed benchmarks' task names", "did-you-mean for task names"),
     Entry("frames-content-key", "lmms_eval.protocol:encode_image_to_base64", PATCH,
           ("image", "image_format", "convert_rgb", "quality", "cache"),
           "the per-request encoding cache keys PIL frames on id(); a reused id sends an earlier frame's picture "
@@ -113,7 +119,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("model-args-split", "lmms_eval.utils:_smart_comma_split", PRIVATE_CALL, ("args_string",),
           "`check-model` splits `--model_args` exactly as lmms-eval does (a comma inside quotes or braces does not "
           "split); none in 0.7.3 (the public `simple_parse_args_string` also converts the values)", None, "0.7.x",
-          "`--model_args` is split at every comma", "exact --model_args split"),
+          "`--model_args` is split by the plugin's copy of the same rule (`split_outside_brackets`)",
+          "lmms-eval's own --model_args split"),
 )
 
 # name -> (phase, "module:installer"); frame reads and private calls have no installer (their
@@ -123,6 +130,7 @@ ENTRIES: tuple[Entry, ...] = (
 _INSTALLERS: dict[str, tuple[str, str | None]] = {
     "task-folders": (IMPORT, "lmms_eval_plugins.compat.patches:install_task_hook"),
     "console-table": (IMPORT, "lmms_eval_plugins.compat.patches:install_table_hook"),
+    "task-names": (IMPORT, "lmms_eval_plugins.compat.patches:install_task_names_hook"),
     "frames-content-key": (IMPORT, "lmms_eval_plugins.compat.fixes:install_encoder"),
     "frames-unpadded": (IMPORT, "lmms_eval_plugins.compat.fixes:install_fetch_video"),
     "cache-valid": (IMPORT, "lmms_eval_plugins.compat.fixes:install_cache_valid"),

@@ -13,11 +13,14 @@ entry's check passed; each wrapper carries ``compat.MARK`` and ``__wrapped__`` (
   console table's name in the modules that imported it before we wrapped it.
 - ``console-table``: our breakdowns are dict-valued metrics, complete in the results JSON; in the
   console they show as ``{6 entries, see results JSON}`` (``LMMS_EVAL_PLUGINS_FULL_TABLE=1``: in
-  full), and a run with unscored samples ends with the command that finishes them.
+  full); count and breakdown rows show no stderr; and a run with unscored samples ends with the judge
+  failures by cause and host and the command that finishes them.
 - ``evaluate-hook``: notes ``--predict_only`` for the judge runtime and ends a run stopped by a
   plugin error with a short block (``run_status``).
 - ``results-hook``: software versions and judge accounting go into the results JSON.
 - ``error-bars``: ``<metric>_stderr`` of our tasks (:func:`lmms_eval_plugins.errorbars.fill_stderrs`).
+- ``task-names``: a requested task lmms-eval does not know gets one "did you mean" line after lmms-eval's
+  own "Tasks not found" error, and the failure is recorded for ``check-run``.
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ def install_table_hook() -> bool:
     unscored-samples block. Only the display changes."""
     import lmms_eval.utils as lmms_utils
 
-    from lmms_eval_plugins.console import compact_container_values, unscored_block
+    from lmms_eval_plugins.console import display_values, unscored_block
 
     original = lmms_utils.make_table
     if getattr(original, MARK, False):
@@ -87,7 +90,7 @@ def install_table_hook() -> bool:
     compact = not _switched_on(FULL_TABLE_ENV)
 
     def make_table(result_dict, column: str = "results", sort_results: bool = False):
-        table = original(compact_container_values(result_dict) if compact else result_dict, column, sort_results)
+        table = original(display_values(result_dict, compact), column, sort_results)
         if column == "results":
             # printed when the process exits, so it is the last thing on the console, after every table
             block = unscored_block(result_dict, sys.argv)
@@ -136,10 +139,8 @@ def install_evaluate_hook() -> bool:
     @functools.wraps(original)
     def simple_evaluate(*args, **kwargs):
         from lmms_eval_plugins import run_status
-        from lmms_eval_plugins.judges.runtime import (
-            lmms_eval_output_path,
-            set_judging_deferred,
-        )
+        from lmms_eval_plugins.judges.accounting import lmms_eval_output_path
+        from lmms_eval_plugins.judges.runtime import set_judging_deferred
 
         set_judging_deferred(bool(kwargs.get("predict_only")))
         output_path = lmms_eval_output_path(sys.argv)
@@ -211,3 +212,41 @@ def install_stderr_hook() -> bool:
 
     TaskOutput.calculate_aggregate_metric = _mark(calculate_aggregate_metric, original)
     return True
+
+
+def install_task_names_hook() -> bool:
+    """Wrap ``TaskManager.match_tasks``: lmms-eval's CLI raises "Tasks not found" for a name it does not
+    know, with no suggestion and before any hook of ours runs. The wrapper returns the same matches; for
+    the missing names it prints the closest task names last and records the failure in --output_path."""
+    from lmms_eval.tasks import TaskManager
+
+    original = TaskManager.match_tasks
+    if getattr(original, MARK, False):
+        return True
+
+    def match_tasks(self, task_list):
+        matched = original(self, task_list)
+        try:
+            names = [task_list] if isinstance(task_list, str) else list(task_list)
+            # as lmms-eval's CLI counts them missing: no wildcard, no YAML file path
+            missing = [t for t in names if isinstance(t, str) and t not in matched and "*" not in t and not os.path.isfile(t)]
+            if missing:
+                _note_unknown_tasks(missing, list(self.all_tasks))
+        except Exception:  # noqa: BLE001 - a hint must never change what lmms-eval does
+            pass
+        return matched
+
+    TaskManager.match_tasks = _mark(match_tasks, original)
+    return True
+
+
+def _note_unknown_tasks(missing: list[str], known: list[str]) -> None:
+    from lmms_eval_plugins import run_status
+    from lmms_eval_plugins.judges.accounting import lmms_eval_output_path
+
+    error = run_status.TaskNotFound(missing, known)
+    run_status.record_failure(lmms_eval_output_path(sys.argv), error)
+    hints = [f"did you mean {' or '.join(run_status.closest_tasks(t, known))} (not {t})?" for t in missing
+             if run_status.closest_tasks(t, known)]
+    if hints:  # after lmms-eval's traceback and "Tasks not found", as the last line of the output
+        atexit.register(_print_last, f"lmms-eval-plugins: {'; '.join(hints)}")

@@ -29,12 +29,9 @@ from lmms_eval.api.instance import Instance
 
 from lmms_eval_plugins.data import parse_json
 from lmms_eval_plugins.errors import DataError, PluginError
-from lmms_eval_plugins.logged_samples import (
-    DuplicateDocError,
-    read_samples,
-    samples_path,
-)
+from lmms_eval_plugins.logged_samples import DuplicateDocError, read_samples
 from lmms_eval_plugins.models._base import DocAnsweringModel
+from lmms_eval_plugins.runs import samples_path
 
 #: starts every ReplayError message; ``lmms-eval-plugins score`` finds it in lmms-eval's output
 REPLAY_ERROR_MARK = "lmms-eval-plugins replay:"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from lmms_eval_plugins.cli_run import (  # noqa: F401
     OFFLINE_ENV,
     RunResult,
-    latest_results,
     lmms_eval_command,
     run_lmms_eval,
 )
+from lmms_eval_plugins.runs import latest_results  # noqa: F401

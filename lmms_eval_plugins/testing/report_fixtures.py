@@ -24,11 +24,13 @@ import json
 import shutil
 import sys
 import tempfile
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from lmms_eval_plugins.cli_run import latest_results, run_lmms_eval
-from lmms_eval_plugins.logged_samples import read_samples, samples_files
+from lmms_eval_plugins.cli_run import run_lmms_eval
+from lmms_eval_plugins.logged_samples import read_samples
+from lmms_eval_plugins.runs import latest_results, samples_files
 from lmms_eval_plugins.task_list import sample_tasks
 
 MODELS: dict[str, tuple[str, str | None]] = {"oracle": ("oracle", None), "random": ("random", "seed=0")}
@@ -94,6 +96,47 @@ def copy_trimmed(run_dir: Path, dest: Path) -> list[Path]:
         shutil.copyfile(report, target)
         written.append(target)
     return written
+
+
+# ----------------------------------------------------------------------------------------------- reading a report
+
+
+class _TableRows(HTMLParser):
+    """The rows of one ``<table id=...>`` of report.html: a dict per row, column (``data-col``) -> cell text."""
+
+    def __init__(self, table_id: str) -> None:
+        super().__init__()
+        self.table_id, self.rows = table_id, []
+        self._inside = False
+        self._col: str | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "table":
+            self._inside = a.get("id") == self.table_id
+        elif self._inside and tag == "tr" and "data-row" in a:
+            self.rows.append({})
+        elif self._inside and tag == "td" and a.get("data-col") and self.rows:
+            self._col, self._text = a["data-col"], []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td" and self._col is not None:
+            self.rows[-1][self._col] = "".join(self._text).strip()
+            self._col = None
+        elif tag == "table":
+            self._inside = False
+
+    def handle_data(self, data: str) -> None:
+        if self._col is not None:
+            self._text.append(data)
+
+
+def html_table_rows(html_text: str, table_id: str) -> list[dict[str, str]]:
+    """Every row of the report table ``table_id``, in order (the row label under ``"model"``)."""
+    parser = _TableRows(table_id)
+    parser.feed(html_text)
+    return parser.rows
 
 
 # ----------------------------------------------------------------------------------------------- browser check

@@ -26,8 +26,9 @@ from lmms_eval_plugins.judges import (
 )
 from lmms_eval_plugins.judges.base import data_block
 from lmms_eval_plugins.judges.cache import VerdictCache, validate_row
+from lmms_eval_plugins.judges.endpoint import Endpoint
 from lmms_eval_plugins.judges.rubric import parse_rubric_reply
-from lmms_eval_plugins.judges.runtime import Endpoint, JudgeRuntime
+from lmms_eval_plugins.judges.runtime import JudgeRuntime
 from lmms_eval_plugins.judges.semantic_match import parse_binary_reply
 from loguru import logger
 

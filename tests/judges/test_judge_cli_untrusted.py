@@ -23,12 +23,9 @@ import pytest
 from judge_server import Reply, canned_content
 from lmms_eval_plugins.judges import JudgeItem, load_judge
 from lmms_eval_plugins.judges.cache import VerdictCache, default_cache_path
-from lmms_eval_plugins.judges.runtime import (
-    Endpoint,
-    JudgeRuntime,
-    RuntimeSettings,
-    encoded_forms,
-)
+from lmms_eval_plugins.judges.endpoint import Endpoint
+from lmms_eval_plugins.judges.redaction import encoded_forms
+from lmms_eval_plugins.judges.runtime import JudgeRuntime, RuntimeSettings
 
 from lmms_eval_plugins.testing.cli_run import run_lmms_eval
 

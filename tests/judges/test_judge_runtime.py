@@ -30,7 +30,8 @@ from lmms_eval_plugins.judges import (
     rubric_micro_average,
 )
 from lmms_eval_plugins.judges.cache import VerdictCache
-from lmms_eval_plugins.judges.runtime import Endpoint, JudgeRuntime, RuntimeSettings
+from lmms_eval_plugins.judges.endpoint import Endpoint
+from lmms_eval_plugins.judges.runtime import JudgeRuntime, RuntimeSettings
 from lmms_eval_plugins.judges.semantic_match import SemanticMatchJudge
 from loguru import logger
 
@@ -63,7 +64,8 @@ SCRIPT = textwrap.dedent(
     """
     import sys
     from lmms_eval_plugins.judges import JudgeItem, load_judge
-    from lmms_eval_plugins.judges.runtime import Endpoint, JudgeRuntime, RuntimeSettings
+    from lmms_eval_plugins.judges.endpoint import Endpoint
+    from lmms_eval_plugins.judges.runtime import JudgeRuntime, RuntimeSettings
     url, cache, start, stop, conc = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
     items = [JudgeItem(question=f"Question {i}?", prediction=("B" if i % 3 == 0 else "A"), reference="A") for i in range(start, stop)]
     rt = JudgeRuntime(cache)

@@ -351,7 +351,7 @@ def test_unknown_judge_and_runtime_registration():
 
 
 def test_accounting_goes_next_to_the_lmms_eval_results_by_default(tmp_path):
-    from lmms_eval_plugins.judges.runtime import lmms_eval_output_path
+    from lmms_eval_plugins.judges.accounting import lmms_eval_output_path
 
     assert lmms_eval_output_path(["lmms-eval", "--tasks", "x", "--output_path", "out/run"]) == "out/run/"
     assert lmms_eval_output_path(["lmms-eval", "--output_path=out/run/"]) == "out/run/"

@@ -22,23 +22,21 @@ import pytest
 from judge_server import TEST_API_KEY as API_KEY
 from judge_server import Reply, canned_content, retag
 from lmms_eval_plugins.judges import JudgeItem, load_judge
-from lmms_eval_plugins.judges.base import ReplyParseError, verdict_nonce
+from lmms_eval_plugins.judges.base import (
+    JudgeConfigError,
+    ReplyParseError,
+    verdict_nonce,
+)
 from lmms_eval_plugins.judges.cache import (
     VerdictCache,
     load_secret,
     row_mac,
 )
+from lmms_eval_plugins.judges.endpoint import Endpoint
+from lmms_eval_plugins.judges.redaction import Redactor, encoded_forms
+from lmms_eval_plugins.judges.reply import MAX_USAGE_TOKENS, usage_count
 from lmms_eval_plugins.judges.rubric import parse_rubric_reply
-from lmms_eval_plugins.judges.runtime import (
-    MAX_USAGE_TOKENS,
-    Endpoint,
-    JudgeConfigError,
-    JudgeRuntime,
-    Redactor,
-    RuntimeSettings,
-    encoded_forms,
-    usage_count,
-)
+from lmms_eval_plugins.judges.runtime import JudgeRuntime, RuntimeSettings
 
 FULL = '<score>{"coverage": [true, true], "correctness": [true, true]}</score>'
 POINTS = ["chef slices onions", "water boils"]

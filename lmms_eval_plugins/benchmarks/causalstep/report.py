@@ -7,7 +7,7 @@ from typing import Any, Iterable, Mapping
 from lmms_eval_plugins.report import (Builder, Col, Entry, Note, Section, Table, dict_metric, fmt, num,
     paper_rows, variant_note)
 
-# Copied from the papers in /work/shared/papers (see each table's source line); percentages.
+# Copied from the paper "CausalStep: A Benchmark for Explicit Stepwise Causal Reasoning in Videos" (see each table's source line); percentages.
 PAPER_ROWS: dict[str, dict[str, Any]] = {
     "causalstep": {
         "source": "CausalStep paper, Table 3 (its Maximum row and some AMCL > MCL rows cannot be derived from its own definitions)",

@@ -73,7 +73,6 @@ LOCAL_LAYOUT = (
     "videos under causalstep/videos/ (the 'video' paths are relative to causalstep/)"
 )
 ISOLATED = "causal_isolated"
-KINDS = (DESC, CAUSAL_AFTER_DESC, CAUSAL_AFTER_CAUSAL, ISOLATED)
 LETTERS = "ABCDEFGH"
 DEFAULT_FRAMES_PER_SEGMENT = 8
 DEFAULT_MAX_LONG_SIDE = 448

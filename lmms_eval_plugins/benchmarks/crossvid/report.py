@@ -7,7 +7,7 @@ from typing import Any, Mapping
 from lmms_eval_plugins.report import (Builder, Cell, Col, Entry, Note, Section, Table, counts_of, fmt,
     items_of, judge_blocks, num, paper_rows, variant_note)
 
-# Copied from the papers in /work/shared/papers (see each table's source line); percentages.
+# Copied from the paper "CrossVid: A Comprehensive Benchmark for Evaluating Cross-Video Reasoning in MLLMs" (see each table's source line); percentages.
 PAPER_ROWS: dict[str, dict[str, Any]] = {
     "crossvid": {
         "source": "CrossVid paper, Table 2",

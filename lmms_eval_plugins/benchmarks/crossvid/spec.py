@@ -31,7 +31,7 @@ TEMPLATE = (
     Metric("unscored", False, unit="count"),
     Metric("skipped_by_reason", False, unit="dict"),
 )
-# MSR/MOC: also the records the official script drops (tasks.agg_official_dropped)
+# MSR/MOC: also the records the official script drops (scoring.agg_official_dropped)
 UAV_TEMPLATE = (*TEMPLATE, Metric("official_dropped", False, unit="count"))
 
 BENCHMARK = Benchmark(

@@ -9,7 +9,7 @@ from lmms_eval_plugins.metrics import f1_score
 from lmms_eval_plugins.report import (Builder, Col, Entry, Section, Table, dict_metric, fmt, items_of, num,
     paper_rows, slug, variant_note)
 
-# Copied from the papers in /work/shared/papers (see each table's source line); percentages.
+# Copied from the paper "ErrorRadar: Benchmarking Complex Mathematical Reasoning of MLLMs via Error Detection" (see each table's source line); percentages.
 PAPER_ROWS: dict[str, dict[str, Any]] = {
     "errorradar_f1": {
         "source": "ErrorRadar paper, Table 6 (per-class F1, printed there as fractions; ×100 here) and §4.3 (STEP accuracy)",

@@ -18,7 +18,7 @@ from lmms_eval_plugins.report import (
     variant_note,
 )
 
-# Copied from the papers in /work/shared/papers (see each table's source line); percentages.
+# Copied from the paper "MMErroR: A Benchmark for Erroneous Reasoning in Vision-Language Models" (see each table's source line); percentages.
 PAPER_ROWS: dict[str, dict[str, Any]] = {
     "mmerror_domains": {
         "source": "MMErroR paper, main results (ETC accuracy by domain; the paper's domain abbreviations)",

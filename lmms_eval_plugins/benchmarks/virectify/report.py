@@ -7,7 +7,7 @@ from typing import Any, Mapping
 from lmms_eval_plugins.report import (Builder, Cell, Col, Entry, Section, Table, breakdown, fmt, judge_blocks,
     paper_rows, slug, variant_note)
 
-# Copied from the papers in /work/shared/papers (see each table's source line); percentages.
+# Copied from the paper "ViRectify: A Challenging Benchmark for Video Reasoning Correction with MLLMs" (see each table's source line); percentages.
 PAPER_ROWS: dict[str, dict[str, Any]] = {
     "virectify": {
         "source": "ViRectify paper, Table 2",

@@ -1,0 +1,181 @@
+"""Judge accounting: counters per judge model and per judge, the causes of judge errors, and the
+accounting JSON and summary line a run writes (docs/judges.md, "Accounting")."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .base import Judge
+
+ENV_REPORT = "LMMS_EVAL_PLUGINS_JUDGE_REPORT"  # documented in docs/judges.md
+
+
+@dataclass
+class Stats:
+    verdicts: int = 0  # samples with a verdict (from a call, the cache, or offline)
+    calls: int = 0  # HTTP requests sent (retries and re-asks included)
+    failed_calls: int = 0  # HTTP requests that did not return a usable body
+    retries: int = 0
+    reasks: int = 0
+    cache_hits: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    judge_errors: int = 0
+    skipped: int = 0  # nothing to judge (item_fn returned None)
+    empty_predictions: int = 0  # empty answers scored 0 without a call
+    offline_verdicts: int = 0
+    usage_ignored: int = 0  # replies whose token counts were negative or absurd (counted as 0)
+
+    def add(self, other: Stats) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+class Accounting:
+    """Thread-safe counters per judge model and per judge."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.by_model: dict[str, Stats] = {}
+        self.by_judge: dict[str, Stats] = {}
+        self.failures: dict[str, dict[str, int]] = {}  # judge model -> failed calls by reason
+        # judge host -> samples left without a verdict, by the cause of their last failure
+        self.error_causes: dict[str, dict[str, int]] = {}
+        self.endpoints: set[str] = set()
+
+    def bump(self, judge: Judge, model: str | None, **counts: int) -> None:
+        mkey = model if model else f"offline:{judge.name}"
+        jkey = f"{judge.name}@{judge.version}"
+        with self._lock:
+            for table, key in ((self.by_model, mkey), (self.by_judge, jkey)):
+                stats = table.setdefault(key, Stats())
+                for name, value in counts.items():
+                    setattr(stats, name, getattr(stats, name) + value)
+
+    def failed(self, judge: Judge, model: str | None, reason: str) -> None:
+        """One failed call (``failed_calls``), counted by reason too ("HTTP 500", "timeout", ...)."""
+        self.bump(judge, model, failed_calls=1)
+        with self._lock:
+            by_reason = self.failures.setdefault(model if model else f"offline:{judge.name}", {})
+            by_reason[reason] = by_reason.get(reason, 0) + 1
+
+    def judge_error(self, judge: Judge, model: str | None, host: str, cause: str) -> None:
+        """One sample without a verdict (``judge_errors``), counted by host and cause too (never a key)."""
+        self.bump(judge, model, judge_errors=1)
+        with self._lock:
+            by_cause = self.error_causes.setdefault(host, {})
+            by_cause[cause] = by_cause.get(cause, 0) + 1
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            total = Stats()
+            for stats in self.by_model.values():
+                total.add(stats)
+            return {
+                "by_model": {k: asdict(v) for k, v in sorted(self.by_model.items())},
+                "by_judge": {k: asdict(v) for k, v in sorted(self.by_judge.items())},
+                "failures_by_reason": {k: dict(sorted(v.items())) for k, v in sorted(self.failures.items())},
+                "judge_errors_by_cause": {k: dict(sorted(v.items())) for k, v in sorted(self.error_causes.items())},
+                "totals": asdict(total),
+                "endpoints": sorted(self.endpoints),
+            }
+
+    @property
+    def active(self) -> bool:
+        return bool(self.by_model)
+
+
+def judge_error_causes(causes: Mapping[int, str], host: str) -> str:
+    """'12 x connection refused at http://127.0.0.1:9' (most frequent first) for the log line."""
+    counts: dict[str, int] = {}
+    for cause in causes.values():
+        counts[cause] = counts.get(cause, 0) + 1
+    return "; ".join(f"{n} x {cause} at {host}" for cause, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def connection_cause(error: BaseException) -> str:
+    """What a connection error was, from the exceptions inside it (causes, contexts, groups): "connection
+    refused", "host name not found", "TLS error", "connect timeout", else "connection error"."""
+    import socket
+    import ssl
+
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [error]
+    while stack:
+        exc = stack.pop()
+        if exc is None or id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        if isinstance(exc, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(exc, socket.gaierror) or "Name or service not known" in str(exc):
+            return "host name not found"
+        if isinstance(exc, ssl.SSLError):
+            return "TLS error"
+        if isinstance(exc, TimeoutError) or type(exc).__name__ == "ConnectTimeout":
+            return "connect timeout"
+        stack += [exc.__cause__, exc.__context__, *getattr(exc, "exceptions", ())]
+    return "connection error"
+
+
+# ---- the report ---------------------------------------------------------------------------------
+
+
+def lmms_eval_output_path(argv: Sequence[str] | None = None) -> str | None:
+    """The ``--output_path`` folder of the lmms-eval command this process runs, if any."""
+    args = list(sys.argv if argv is None else argv)
+    for i, arg in enumerate(args):
+        if arg == "--output_path" and i + 1 < len(args):
+            return args[i + 1].rstrip("/") + "/"
+        if arg.startswith("--output_path="):
+            return arg.split("=", 1)[1].rstrip("/") + "/"
+    return None
+
+
+def accounting_report(accounting: Accounting, cache_path: Path) -> dict[str, Any]:
+    """The accounting JSON of one runtime (the caller redacts it)."""
+    snap = accounting.snapshot()
+    return {
+        "cache_path": str(cache_path),
+        **snap,
+        "pid": os.getpid(),
+        "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def accounting_report_path(
+    cache_path: Path, explicit: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+) -> Path:
+    """Where the accounting JSON goes: ``explicit``, else ``$LMMS_EVAL_PLUGINS_JUDGE_REPORT``, else the
+    ``--output_path`` of the running lmms-eval command (next to its results), else ``judge_report.json``
+    next to the cache.  A directory gets ``judge_report.json`` inside it.
+    Ranks > 0 of a multi-process run write ``judge_report.rank<R>.json``."""
+    env = os.environ if env is None else env
+    raw = explicit or env.get(ENV_REPORT) or lmms_eval_output_path() or ""
+    path = Path(raw).expanduser() if raw else cache_path.parent / "judge_report.json"
+    if (raw and (str(raw).endswith(("/", os.sep)))) or path.is_dir():
+        path = path / "judge_report.json"
+    rank = int(env.get("RANK", "0") or 0)
+    if rank > 0:
+        path = path.with_name(f"{path.stem}.rank{rank}{path.suffix or '.json'}")
+    return path
+
+
+def accounting_summary(accounting: Accounting, cache_path: Path) -> str:
+    """The accounting lines logged at the end of a judged run, one per judge model."""
+    snap = accounting.snapshot()
+    lines = [f"judge accounting (cache {cache_path}):"]
+    for model, s in snap["by_model"].items():
+        lines.append(
+            f"  {model}: verdicts {s['verdicts']}, calls {s['calls']} (retries {s['retries']}, re-asks {s['reasks']}, "
+            f"failed {s['failed_calls']}), cache hits {s['cache_hits']}, tokens in {s['tokens_in']} / out {s['tokens_out']}, "
+            f"judge errors {s['judge_errors']}"
+        )
+    return "\n".join(lines)

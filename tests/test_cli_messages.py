@@ -1,0 +1,97 @@
+"""The first hour's messages, through the real CLI (issue 29).
+
+- A missing judge is said once: with no OPENAI_* variable, `lmms-eval --model oracle` on a judged task
+  names the missing endpoint once (lmms-eval builds a task's filters more than once), and
+  `lmms-eval-plugins score` of that run exits 1 with the reason in full (it was cut at
+  "Either set OPENAI_API_KEY (OpenAI)...").
+- A misspelled `--tasks` name: lmms-eval's "Tasks not found" is followed by a last line "did you mean",
+  and `check-run` names the task instead of blaming the output path.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from lmms_eval_plugins.judges.endpoint import missing_endpoint_message
+from lmms_eval_plugins.testing.cli_run import OFFLINE_ENV, run_lmms_eval
+
+pytestmark = pytest.mark.cli
+
+JUDGE_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_URL", "OPENAI_API_BASE", "LMMS_EVAL_PLUGINS_JUDGE",
+              "LMMS_EVAL_PLUGINS_JUDGE_MODEL", "LMMS_EVAL_PLUGINS_JUDGE_REPORT")
+
+
+def _plugins(*args: str, env: dict[str, str], cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", *args], env=env, cwd=cwd,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("messages")
+    env = {k: v for k, v in os.environ.items() if k not in JUDGE_VARS}
+    env.update(OFFLINE_ENV, LMMS_EVAL_PLUGINS_CACHE=str(tmp / "cache"), HF_DATASETS_CACHE=str(tmp / "hf"),
+               LMMS_EVAL_PLUGINS_JUDGE_CACHE=str(tmp / "judge.sqlite3"))
+    out: dict = {"seconds": {}, "tmp": tmp}
+    saved = {k: os.environ.pop(k) for k in JUDGE_VARS if k in os.environ}  # run_lmms_eval merges os.environ
+    try:
+        for name, tasks in (("no_judge", "virectify_sample"), ("misspelled", "virectfy_sample")):
+            started = time.monotonic()
+            out[name] = run_lmms_eval(tasks=tasks, model="oracle", output_dir=tmp / name, env=env)
+            out["seconds"][name] = time.monotonic() - started
+        started = time.monotonic()
+        out["score"] = _plugins("score", str(tmp / "no_judge"), env=env, cwd=tmp)
+        out["check_run"] = _plugins("check-run", str(tmp / "misspelled"), env=env, cwd=tmp)
+        out["check_run_tasks"] = _plugins("check-run", str(tmp / "never_written"), "--tasks", "virectfy_sample",
+                                          env=env, cwd=tmp)
+        out["seconds"]["score_and_check_runs"] = time.monotonic() - started
+    finally:
+        os.environ.update(saved)
+    print("\nmessage run seconds:", {k: round(v, 1) for k, v in out["seconds"].items()})
+    return out
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_a_missing_judge_is_said_once(runs):
+    run = runs["no_judge"]
+    assert run.results_path is not None and run.task_results("virectify_sample")["unscored"] == 12
+    message = _flat(missing_endpoint_message("semantic_match"))
+    assert _flat(run.output).count(message) == 1, run.tail()
+    assert run.output.count("is not available") == 1
+    assert "judge not available (said above); 12 responses left unscored" in run.output
+    # and the console table shows no stderr for the unscored acc_r nor for the count rows
+    rows = {r[3].strip(): r for r in (line.strip("|").split("|") for line in run.output.splitlines()
+                                if line.startswith("|virectify_sample"))}
+    for metric in ("acc_r", "unscored", "acc_r_judge_errors", "skipped", "parse_fail"):
+        assert [c.strip() for c in rows[metric][7:]] == ["N/A"] * len(rows[metric][7:]), rows[metric]
+
+
+def test_score_without_a_judge_gives_the_reason_in_full(runs):
+    done = runs["score"]
+    assert done.returncode == 1, done.stdout[-4000:]
+    assert "virectify_sample: 12 unscored: 12 x reason 1" in done.stdout
+    reason = _flat(done.stdout[done.stdout.index("reason 1: "):])
+    assert reason.startswith(f"reason 1: not judged: {_flat(missing_endpoint_message('semantic_match'))}")
+    assert "..." not in done.stdout.split("reason 1: ")[1].split("without a judge verdict")[0]
+
+
+def test_a_misspelled_task_gets_did_you_mean_as_the_last_line(runs):
+    run = runs["misspelled"]
+    assert "Tasks not found: virectfy_sample" in run.output  # lmms-eval's own error stays
+    last = run.output.rstrip().splitlines()[-1]
+    assert last.startswith("lmms-eval-plugins: did you mean virectify_sample ") and last.endswith(" (not virectfy_sample)?")
+
+
+def test_check_run_names_the_missing_task_not_the_output_path(runs):
+    for name in ("check_run", "check_run_tasks"):
+        done = runs[name]
+        assert done.returncode == 1 and "no task named 'virectfy_sample'" in done.stdout, (name, done.stdout)
+        assert "did you mean virectify_sample" in done.stdout and "--output_path?" not in done.stdout, name
