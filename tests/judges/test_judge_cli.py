@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
+from judged_task import write_judged_task
 from judge_server import TEST_API_KEY
 
 from lmms_eval_plugins.testing.cli_run import run_lmms_eval
@@ -19,70 +19,8 @@ DOCS = [
 ]
 EXPECTED = 100.0 * sum(1 for d in DOCS if d["oracle_response"] == d["answer"]) / len(DOCS)
 
-UTILS = '''
-from lmms_eval_plugins.judges import JudgeFilter, JudgeItem, aggregate_judged, judged_mean, judged_parts
-
-def doc_to_visual(doc):
-    return []
-
-def doc_to_text(doc, lmms_eval_specific_kwargs=None):
-    return doc["question"]
-
-def judge_item(response, doc):
-    return JudgeItem(question=doc["question"], prediction=response, reference=doc["answer"])
-
-def process_results(doc, results):
-    _, outcome = judged_parts(results)
-    return {"acc_r": outcome.to_dict(), "judge_errors": outcome.to_dict()}
-
-def agg_acc_r(items):
-    return aggregate_judged(items, metric="acc_r")
-
-def agg_judge_errors(items):
-    return judged_mean(items).n_errors
-'''
-
-
 def write_task(folder):
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "data.json").write_text(json.dumps(DOCS))
-    (folder / "utils.py").write_text(UTILS)
-    (folder / f"{TASK}.yaml").write_text(textwrap.dedent(
-        f"""
-        task: {TASK}
-        dataset_path: json
-        dataset_kwargs:
-          data_files:
-            test: {folder / "data.json"}
-        test_split: test
-        output_type: generate_until
-        doc_to_visual: !function utils.doc_to_visual
-        doc_to_text: !function utils.doc_to_text
-        doc_to_target: answer
-        generation_kwargs:
-          max_new_tokens: 16
-          temperature: 0
-          do_sample: false
-        filter_list:
-          - name: none
-            filter:
-              - function: !function utils.JudgeFilter
-                judge: semantic_match
-                default_model: gpt-4o
-                item_fn: !function utils.judge_item
-        process_results: !function utils.process_results
-        metric_list:
-          - metric: acc_r
-            aggregation: !function utils.agg_acc_r
-            higher_is_better: true
-          - metric: judge_errors
-            aggregation: !function utils.agg_judge_errors
-            higher_is_better: false
-        metadata:
-          version: 0.1
-        """
-    ))
-    return folder
+    return write_judged_task(folder, TASK, DOCS, judge="semantic_match", metric="acc_r", max_new_tokens=16)
 
 
 def test_judged_task_end_to_end(tmp_path, server, monkeypatch):

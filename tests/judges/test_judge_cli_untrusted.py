@@ -15,11 +15,11 @@ from __future__ import annotations
 import base64
 import json
 import sqlite3
-import textwrap
 import time
 from urllib.parse import quote
 
 import pytest
+from judged_task import write_judged_task
 from judge_server import Reply, canned_content
 from lmms_eval_plugins.judges import JudgeItem, load_judge
 from lmms_eval_plugins.judges.cache import VerdictCache, default_cache_path
@@ -48,70 +48,8 @@ RESPONSES = [
 DOCS = [{"id": i, "question": f"Question {i}?", "answer": "A chef and a pot.", "points": POINTS, "oracle_response": r}
         for i, r in enumerate(RESPONSES)]
 
-UTILS = '''
-from lmms_eval_plugins.judges import JudgeFilter, JudgeItem, aggregate_judged, judged_mean, judged_parts
-
-def doc_to_visual(doc):
-    return []
-
-def doc_to_text(doc, lmms_eval_specific_kwargs=None):
-    return doc["question"]
-
-def judge_item(response, doc):
-    return JudgeItem(question=doc["question"], prediction=response, reference=doc["answer"], scoring_points=doc["points"])
-
-def process_results(doc, results):
-    _, outcome = judged_parts(results)
-    return {"score": outcome.to_dict(), "judge_errors": outcome.to_dict()}
-
-def agg_score(items):
-    return aggregate_judged(items, metric="score")
-
-def agg_judge_errors(items):
-    return judged_mean(items).n_errors
-'''
-
-
 def write_task(folder):
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "data.json").write_text(json.dumps(DOCS))
-    (folder / "utils.py").write_text(UTILS)
-    (folder / f"{TASK}.yaml").write_text(textwrap.dedent(
-        f"""
-        task: {TASK}
-        dataset_path: json
-        dataset_kwargs:
-          data_files:
-            test: {folder / "data.json"}
-        test_split: test
-        output_type: generate_until
-        doc_to_visual: !function utils.doc_to_visual
-        doc_to_text: !function utils.doc_to_text
-        doc_to_target: answer
-        generation_kwargs:
-          max_new_tokens: 64
-          temperature: 0
-          do_sample: false
-        filter_list:
-          - name: none
-            filter:
-              - function: !function utils.JudgeFilter
-                judge: rubric
-                default_model: gpt-4o
-                item_fn: !function utils.judge_item
-        process_results: !function utils.process_results
-        metric_list:
-          - metric: score
-            aggregation: !function utils.agg_score
-            higher_is_better: true
-          - metric: judge_errors
-            aggregation: !function utils.agg_judge_errors
-            higher_is_better: false
-        metadata:
-          version: 0.1
-        """
-    ))
-    return folder
+    return write_judged_task(folder, TASK, DOCS, judge="rubric", metric="score", max_new_tokens=64)
 
 
 def hostile(req):
