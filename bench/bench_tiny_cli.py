@@ -2,12 +2,12 @@
 
     python bench/bench_tiny_cli.py [--workdir DIR] [--json OUT]
 
-Reads the README's bash block that starts with ``lmms-eval-plugins tiny-qwen`` (building the tiny
+Reads the README's bash block that starts with ``.venv/bin/lmms-eval-plugins tiny-qwen`` (building the tiny
 Qwen2.5-VL, then the plain ``lmms-eval`` line with the demo's short generation) and runs each command
 in --workdir, with the tiny model's folder (``/tmp/tiny-qwen`` in the README) moved under --workdir so
 a run never reuses an old model. Reports each command's wall time and the documents the lmms-eval
-run scored (``n-samples`` of its results JSON). Run it from an installed environment (the commands
-are the console scripts on PATH).
+run scored (``n-samples`` of its results JSON). Run it with the README's venv (``.venv/bin/python``):
+``.venv/bin/X`` is run as this interpreter's console script ``X``.
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README_MODEL_DIR = "/tmp/tiny-qwen"
+VENV_BIN = ".venv/bin/"
 
 
 def readme_commands(readme: str) -> list[list[str]]:
     """argv of each command of the README block that builds the tiny model (backslash continuations joined)."""
-    blocks = re.findall(r"```bash\n(lmms-eval-plugins tiny-qwen .*?)```", readme, re.S)
+    blocks = re.findall(r"```bash\n((?:\.venv/bin/)?lmms-eval-plugins tiny-qwen .*?)```", readme, re.S)
     if len(blocks) != 1:
         raise SystemExit(f"README: expected one bash block starting with 'lmms-eval-plugins tiny-qwen', found {len(blocks)}")
     lines = blocks[0].replace("\\\n", " ").splitlines()
@@ -54,6 +55,8 @@ def main() -> int:
     rows = []
     for written in readme_commands((ROOT / "README.md").read_text(encoding="utf-8")):
         argv = [a.replace(README_MODEL_DIR, str(model_dir)) for a in written]
+        if argv[0].startswith(VENV_BIN):  # the README's venv is this environment's
+            argv[0] = str(Path(sys.executable).parent / argv[0][len(VENV_BIN):])
         start = time.perf_counter()
         done = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - start
