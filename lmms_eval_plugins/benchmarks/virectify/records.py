@@ -1,0 +1,203 @@
+"""ViRectify records: validating the records of virectify.jsonl, their videos, and the task options."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from lmms_eval_plugins.benchmarks.virectify.replies import (
+    _text,
+    graph_edges,
+    label_value,
+    step_number,
+)
+from lmms_eval_plugins.data import (
+    DataSource,
+    keep_records_with_media,
+    read_jsonl,
+    require_fields,
+    require_file,
+    safe_path,
+)
+from lmms_eval_plugins.errors import DataError
+from lmms_eval_plugins.media import intervals_past_end, video_info
+from lmms_eval_plugins.parsing import parse_intervals
+
+BENCHMARK = "virectify"
+JSONL_NAME = "virectify.jsonl"
+LOCAL_LAYOUT = (
+    f"virectify/{JSONL_NAME} (one JSON record per line: id, video, domain, error_type, solution_source, question, "
+    "answer, solution, error_identify, error_graph, timestamps, rationale; see the virectify task README) plus the "
+    "videos under virectify/videos/ (the 'video' paths are relative to virectify/)"
+)
+
+DEFAULT_NUM_FRAMES = 32
+DEFAULT_MAX_LONG_SIDE = 448
+VISUAL_MODES = ("interleaved", "video")
+
+# Data keys -> the names the paper prints (Table 2 columns, Figure 4 labels).
+DOMAINS = {
+    "dynamic_perception": "Dynamic Perception",
+    "scientific_reasoning": "Scientific Reasoning",
+    "embodied_decision": "Embodied Decision",
+}
+DOMAIN_ALIASES = {"situated_decision_making": "embodied_decision", "situated_decision": "embodied_decision",
+                  "embodied_decision_making": "embodied_decision"}
+ERROR_TYPES = {
+    "logical": "Logical",
+    "visual_perception": "Visual Perception",
+    "question_misunderstanding": "Question Misunderstanding",
+    "hallucination": "Hallucination",
+}
+ERROR_TYPE_ALIASES = {"logic": "logical", "reasoning": "logical", "perception": "visual_perception",
+                      "misunderstanding": "question_misunderstanding"}
+REQUIRED_FIELDS = ("id", "video", "domain", "error_type", "question", "answer", "solution", "error_identify",
+                   "error_graph", "timestamps", "rationale")
+
+
+# ----------------------------------------------------------------------------------------------- records
+
+def _key(value: Any, known: Mapping[str, str], aliases: Mapping[str, str]) -> str | None:
+    norm = re.sub(r"[\s\-]+", "_", _text(value).strip().lower())
+    norm = norm.removesuffix("_error")
+    for key, name in known.items():
+        if norm in (key, name.lower().replace(" ", "_")):
+            return key
+    return aliases.get(norm)
+
+
+def _gold_intervals(raw: Any) -> list[tuple[float, float]] | None:
+    if isinstance(raw, str):
+        return parse_intervals(raw) or None
+    if not isinstance(raw, list) or not raw:
+        return None
+    out = []
+    for item in raw:
+        if (not isinstance(item, (list, tuple)) or len(item) != 2
+                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in item)
+                or item[0] > item[1] or item[0] < 0):
+            return None
+        out.append((float(item[0]), float(item[1])))
+    return out
+
+
+def _solution_steps(raw: Any) -> list[str] | None:
+    if isinstance(raw, str):
+        raw = [line for line in raw.splitlines() if line.strip()]
+    if not isinstance(raw, list) or not raw or not all(isinstance(s, str) and s.strip() for s in raw):
+        return None
+    steps = []
+    for k, step in enumerate(raw, start=1):
+        step = step.strip()
+        steps.append(step if re.match(r"step\s*\d+", step, re.IGNORECASE) else f"Step {k}: {step}")
+    return steps
+
+
+def normalize_record(raw: Any, *, line: int, path: Path) -> dict[str, Any]:
+    """Validate one record of virectify.jsonl (schema in BENCHMARKS.md and the README)."""
+    record_id = _text(raw.get("id")).strip() if isinstance(raw, Mapping) else ""
+    record_id = record_id or f"line {line}"
+    require_fields(raw, REQUIRED_FIELDS, record_id=record_id, path=path)
+
+    def bad(problem: str, fix: str) -> DataError:
+        return DataError(problem, record=record_id, path=str(path), fix=fix)
+
+    domain = _key(raw["domain"], DOMAINS, DOMAIN_ALIASES)
+    if domain is None:
+        raise bad(f"domain {raw['domain']!r} is none of {', '.join(DOMAINS)}", "use one of the three domain keys")
+    error_type = _key(raw["error_type"], ERROR_TYPES, ERROR_TYPE_ALIASES)
+    if error_type is None:
+        raise bad(f"error_type {raw['error_type']!r} is none of {', '.join(ERROR_TYPES)}", "use one of the four error types")
+    solution = _solution_steps(raw["solution"])
+    if solution is None:
+        raise bad("solution must be a non-empty list of step strings", 'give ["Step 1: ...", "Step 2: ..."]')
+    if not isinstance(raw["error_identify"], Mapping) or not raw["error_identify"]:
+        raise bad("error_identify must be a non-empty object", 'give {"step1": ["1", ""], "step2": ["0", "why"]}')
+    labels: dict[int, str] = {}
+    for key, value in raw["error_identify"].items():
+        step, label = step_number(key), label_value(value)
+        if step is None or label is None or not 1 <= step <= len(solution):
+            raise bad(f"error_identify entry {key!r}: {value!r} is not a step of the solution with a '0'/'1' label",
+                      f'keys are "step1".."step{len(solution)}", values ["1", ""] or ["0", "explanation"]')
+        labels[step] = label
+    if not isinstance(raw["error_graph"], Mapping):
+        raise bad("error_graph must be an object", 'give {"step2": ["step2"], "step3": ["step2"]}')
+    edges = graph_edges(raw["error_graph"])
+    outside = sorted({step for edge in edges for step in edge if not 1 <= step <= len(solution)})
+    if outside:
+        raise bad(f"error_graph names step(s) {', '.join(map(str, outside))}, but the solution has {len(solution)} step(s)",
+                  f'refer only to "step1".."step{len(solution)}"')
+    intervals = _gold_intervals(raw["timestamps"])
+    if intervals is None:
+        raise bad(f"timestamps {raw['timestamps']!r} is not a non-empty list of [start, end] seconds",
+                  "give [[12.0, 20.0], [31.0, 35.0]] (start <= end, seconds)")
+    for name in ("question", "answer", "rationale"):
+        if not isinstance(raw[name], str) or not raw[name].strip():
+            raise bad(f"{name} is empty or not a string", f"fill in the {name}")
+    return {
+        "id": record_id,
+        "video": raw["video"],
+        "domain": domain,
+        "error_type": error_type,
+        "solution_source": _text(raw.get("solution_source")).strip() or "(unknown)",
+        "source": _text(raw.get("source")).strip(),
+        "question": raw["question"].strip(),
+        "answer": raw["answer"].strip(),
+        "solution": solution,
+        "error_identify": dict(raw["error_identify"]),
+        "error_graph": dict(raw["error_graph"]),
+        "labels": labels,
+        "edges": edges,
+        "intervals": intervals,
+        "rationale": raw["rationale"].strip(),
+    }
+
+
+def load_records(source: DataSource) -> list[dict[str, Any]]:
+    assert source.root is not None  # no hub copy exists (resolve_source says so)
+    path = source.root / JSONL_NAME
+    if not path.is_file():
+        raise DataError("the ViRectify records file is missing", path=str(path), fix=f"use this layout: {LOCAL_LAYOUT}")
+    records = [normalize_record(raw, line=i + 1, path=path) for i, raw in enumerate(read_jsonl(path))]
+    if not records:
+        raise DataError("the ViRectify records file holds no record", path=str(path), fix="one JSON record per line")
+    seen: set[str] = set()
+    for record in records:
+        if record["id"] in seen:
+            raise DataError("duplicate id", record=record["id"], path=str(path), fix="give every record its own id")
+        seen.add(record["id"])
+
+    def check(record: dict[str, Any]) -> None:
+        video = safe_path(source.root, record["video"], record=record["id"], field="video")
+        require_file(video, record=record["id"], what="video",
+                     fix=f"put the video there (layout: {LOCAL_LAYOUT}), or set "
+                         "LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA=1 to skip such records")
+        record["video_path"] = str(video)
+        duration = video_info(video, record["id"]).duration  # a corrupt video is a (skippable) MediaError
+        late = [record["intervals"][i] for i in intervals_past_end(record["intervals"], duration)]
+        if late:
+            raise DataError(f"timestamps {late} lie past the end of the video ({duration:.2f} s)", record=record["id"],
+                            path=str(path), fix=f"correct the key-time intervals, or the 'video' file ({video})")
+
+    return keep_records_with_media(BENCHMARK, records, check)
+
+
+def _options(spec: Mapping[str, Any]) -> dict[str, Any]:
+    num_frames = int(spec.get("num_frames", DEFAULT_NUM_FRAMES))
+    side = spec.get("max_long_side", DEFAULT_MAX_LONG_SIDE)
+    mode = spec.get("visual_mode", "interleaved")
+    if num_frames < 1 or mode not in VISUAL_MODES:
+        raise DataError(f"bad task options num_frames={num_frames!r}, visual_mode={mode!r}",
+                        fix=f"num_frames >= 1 and visual_mode one of {', '.join(VISUAL_MODES)}")
+    return {"num_frames": num_frames, "max_long_side": int(side) if side else 0, "visual_mode": mode}
+
+
+def _common_fields(record: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "id": record["id"], "video_path": record["video_path"], "source_video": record["video"], "domain": record["domain"],
+        "error_type": record["error_type"], "solution_source": record["solution_source"], "source": record["source"],
+        "question": record["question"], "answer": record["answer"], "solution": record["solution"], **options,
+    }
