@@ -111,12 +111,13 @@ def test_bad_local_data_fails_with_a_message_naming_record_and_fix(tmp_path, iso
                         env={"LMMS_EVAL_PLUGINS_DATA_ROOT": str(tmp_path / "data")}, log_samples=False)
     assert "errorradar_cate" not in run.results.get("results", {})
     assert first_id in run.output and "Spelling Error" in run.output and "fix:" in run.output
-    # The output ends with a block of at most 10 lines (bars included) naming the record and the fix; no
-    # RetryError anywhere. lmms-eval exits 0 all the same; check-run exits 1 on this folder.
+    # The output ends with a short block naming the record and the fix, every message in full (never cut
+    # with "..."); no RetryError anywhere. lmms-eval exits 0 all the same; check-run exits 1 on this folder.
     lines = run.output.rstrip().splitlines()
     bars = [i for i, line in enumerate(lines) if line.startswith("=" * 50)]
-    assert bars[-1] == len(lines) - 1 and bars[-1] - bars[-2] + 1 <= 10
+    assert bars[-1] == len(lines) - 1 and bars[-1] - bars[-2] + 1 <= 14
     block = "\n".join(lines[bars[-2]:])
+    assert " ..." not in block and all(len(line) <= 100 for line in lines[bars[-2]:bars[-1]] if "check-run" not in line)
     assert "the run stopped: DataError" in block and first_id in block and "fix:" in block and "check-run" in block
     assert "RetryError" not in run.output and run.returncode == 0
     assert run_status.main([str(tmp_path / "out")]) == 1
