@@ -45,9 +45,11 @@ os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "65536")
 from lmms_eval.api.instance import Instance
 from lmms_eval.utils import simple_parse_args_string
 
-from lmms_eval_plugins.replay import replay_chain
-from lmms_eval_plugins.testing.task_utils import load_task_utils
-from lmms_eval_plugins.testing.tiny_qwen import (
+from lmms_eval_plugins.benchmarks.causalstep.protocol import replay_chain
+from lmms_eval_plugins.benchmarks.causalstep.spec import TEMPLATE
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test kit (tests/testkit)
+from testkit.task_utils import load_task_utils
+from lmms_eval_plugins.tiny_qwen import (
     build_tiny_qwen2_5_vl,
     lmms_eval_model_args,
 )
@@ -90,7 +92,7 @@ def batched(runner: Runner) -> dict[str, tuple]:
     texts = runner.ask(list(range(len(docs))))
     filtered = cs.ChainReplayFilter().apply([[t] for t in texts], docs)
     items = [cs.process_results(d, f)["videos"] for d, f in zip(docs, filtered)]
-    cs.summarize(items)  # the metrics, as the aggregation computes them
+    [m.aggregate(items) for m in TEMPLATE if m.aggregate]  # the metrics, as the aggregation computes them
     return {item["video_id"]: chain_summary(item["chain"]) for item in items if item["chain"]}
 
 

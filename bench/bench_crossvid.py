@@ -35,7 +35,8 @@ from lmms_eval_plugins import media
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: bench/ holds _timing
 from _timing import environment, measure  # noqa: E402
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test kit (tests/testkit)
+from testkit.task_utils import load_task_utils
 from lmms_eval_plugins.synthetic import make_video
 
 FPS, WIDTH, HEIGHT, N_VIDEOS = 30, 854, 480, 4

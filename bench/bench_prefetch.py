@@ -153,7 +153,8 @@ def run_mode(workdir: Path, latency: dict[str, float]) -> dict[str, Any]:
 
     from lmms_eval_plugins import frame_cache, prefetch
     from lmms_eval_plugins.data import to_dataset
-    from lmms_eval_plugins.testing.task_utils import load_task_utils
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test kit (tests/testkit)
+    from testkit.task_utils import load_task_utils
 
     cv, cs = load_task_utils("crossvid"), load_task_utils("causalstep")
     datasets = {

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from lmms_eval_plugins.judges import JudgeOutcome
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test kit (tests/testkit)
+from testkit.task_utils import load_task_utils
 
 vr = load_task_utils("virectify")
 SOURCES = ("gpt-4o-injection", "Qwen2.5-VL-7B", "InternVL3-8B", "GLM-4.1V-9B-Thinking", "MiMo-VL-7B-RL")

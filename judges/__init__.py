@@ -37,7 +37,8 @@ from .registry import (
     unregister_judge,
 )
 from .rubric import rubric_micro_average, rubric_per_question_mean
-from .runtime import JudgeRuntime, RuntimeSettings, get_runtime
+from .runtime import JudgeRuntime, RuntimeSettings
+from .session import JudgeSession, get_runtime
 
 _LAZY = {
     "JudgeFilter": "filter",
@@ -75,6 +76,7 @@ __all__ = [
     "default_item_fn",
     "endpoint_from_env",
     "get_runtime",
+    "JudgeSession",
     "judged_mean",
     "judged_parts",
     "load_judge",

@@ -15,6 +15,8 @@ from typing import Any
 from .base import Judge
 
 ENV_REPORT = "LMMS_EVAL_PLUGINS_JUDGE_REPORT"  # documented in docs/judges.md
+ENV_PRICES = "LMMS_EVAL_PLUGINS_JUDGE_PRICES"  # a price table file (docs/judges.md, "Cost"); no price is built in
+PRICE_FIELDS = ("input", "cached_input", "output")  # per million tokens
 
 
 @dataclass
@@ -32,6 +34,12 @@ class Stats:
     empty_predictions: int = 0  # empty answers scored 0 without a call
     offline_verdicts: int = 0
     usage_ignored: int = 0  # replies whose token counts were negative or absurd (counted as 0)
+    cached_tokens: int = 0  # of tokens_in, served from the provider's prefix cache (usage.prompt_tokens_details)
+    batch_calls: int = 0  # requests answered through a Batch API (not counted in calls)
+    batch_failed: int = 0  # batch lines without a usable verdict (refused, failed, expired, unparseable)
+    batch_tokens_in: int = 0  # of tokens_in, cached_tokens and tokens_out: the part billed at the batch rate
+    batch_cached_tokens: int = 0
+    batch_tokens_out: int = 0
 
     def add(self, other: Stats) -> None:
         for name in self.__dataclass_fields__:
@@ -142,12 +150,112 @@ def lmms_eval_output_path(argv: Sequence[str] | None = None) -> str | None:
 def accounting_report(accounting: Accounting, cache_path: Path) -> dict[str, Any]:
     """The accounting JSON of one runtime (the caller redacts it)."""
     snap = accounting.snapshot()
-    return {
+    report = {
         "cache_path": str(cache_path),
         **snap,
         "pid": os.getpid(),
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+    add_estimated_cost(report)
+    return report
+
+
+# ---- cost ---------------------------------------------------------------------------------------
+
+
+class PriceTableError(ValueError):
+    """The price table file cannot be used; the message names the file, the entry and the fix."""
+
+
+@dataclass(frozen=True)
+class Price:
+    """One judge model's prices per million tokens (any currency), and the factor batch calls pay."""
+
+    input: float
+    cached_input: float
+    output: float
+    batch_factor: float = 1.0
+
+
+def read_prices(path: str | os.PathLike[str]) -> dict[str, Price]:
+    """The price table: a JSON object, judge model -> {"input", "cached_input", "output": prices per
+    million tokens, "batch_factor": what a batch call pays relative to a synchronous one (default 1)}."""
+    import json
+
+    fix = "see docs/judges.md, \"Cost\""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise PriceTableError(f"price table {path}: cannot read it as JSON ({exc}); {fix}") from None
+    if not isinstance(data, dict) or not data:
+        raise PriceTableError(f"price table {path}: expected an object of judge model -> prices; {fix}")
+    prices = {}
+    for model, entry in data.items():
+        if not isinstance(entry, dict):
+            raise PriceTableError(f"price table {path}: {model!r} is not an object of prices; {fix}")
+        unknown = set(entry) - {*PRICE_FIELDS, "batch_factor"}
+        if unknown:
+            raise PriceTableError(f"price table {path}: {model!r} has unknown field(s) {sorted(unknown)}; {fix}")
+        values = {}
+        for name in (*PRICE_FIELDS, "batch_factor"):
+            value = entry.get(name, 1.0 if name == "batch_factor" else None)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+                raise PriceTableError(f"price table {path}: {model!r} field {name!r} is {value!r}, not a number >= 0; {fix}")
+            values[name] = float(value)
+        prices[str(model)] = Price(**values)
+    return prices
+
+
+def estimated_cost(stats: Mapping[str, Any], price: Price) -> float:
+    """The cost of one accounting row: uncached input, cached input and output tokens at their prices,
+    the batch part times ``batch_factor``."""
+
+    def n(name: str) -> int:
+        value = stats.get(name, 0)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+    def part(tokens_in: int, cached: int, tokens_out: int) -> float:
+        cached = min(cached, tokens_in)
+        return ((tokens_in - cached) * price.input + cached * price.cached_input + tokens_out * price.output) / 1e6
+
+    batch = part(n("batch_tokens_in"), n("batch_cached_tokens"), n("batch_tokens_out"))
+    sync = part(max(0, n("tokens_in") - n("batch_tokens_in")), max(0, n("cached_tokens") - n("batch_cached_tokens")),
+                max(0, n("tokens_out") - n("batch_tokens_out")))
+    return sync + price.batch_factor * batch
+
+
+def cost_section(by_model: Mapping[str, Any], prices: Mapping[str, Price], source: str) -> dict[str, Any]:
+    """``estimated_cost`` of a report: per judge model with a price, the total, and the models without one."""
+    costs = {m: round(estimated_cost(s, prices[m]), 6) for m, s in sorted(by_model.items())
+             if m in prices and isinstance(s, Mapping)}
+    unpriced = sorted(m for m, s in by_model.items() if m not in prices and not m.startswith("offline:")
+                      and isinstance(s, Mapping) and (s.get("tokens_in") or s.get("tokens_out")))
+    return {"by_model": costs, "total": round(sum(costs.values()), 6), "models_without_price": unpriced,
+            "price_table": source, "note": "estimate from the user's price table, per million tokens"}
+
+
+def add_estimated_cost(report: dict[str, Any], env: Mapping[str, str] | None = None) -> None:
+    """Set (or refresh) the report's ``estimated_cost`` when ``LMMS_EVAL_PLUGINS_JUDGE_PRICES`` names a table."""
+    env = os.environ if env is None else env
+    path = (env.get(ENV_PRICES) or "").strip()
+    if not path:
+        return
+    try:
+        report["estimated_cost"] = cost_section(report.get("by_model") or {}, read_prices(path), Path(path).name)
+    except PriceTableError as exc:
+        report["estimated_cost"] = {"error": str(exc)}
+
+
+def cost_line(report: Mapping[str, Any]) -> str | None:
+    """'estimated judge cost 0.0123 (gpt-4o 0.0123; no price for m2)' from a report's ``estimated_cost``."""
+    cost = report.get("estimated_cost")
+    if not isinstance(cost, Mapping):
+        return None
+    if "error" in cost:
+        return f"estimated judge cost: none ({cost['error']})"
+    parts = [f"{m} {v:.4f}" for m, v in cost.get("by_model", {}).items()]
+    parts += [f"no price for {m}" for m in cost.get("models_without_price", [])]
+    return f"estimated judge cost {cost.get('total', 0):.4f} ({'; '.join(parts) or 'no priced model'})"
 
 
 def accounting_report_path(
@@ -175,7 +283,7 @@ def accounting_summary(accounting: Accounting, cache_path: Path) -> str:
     for model, s in snap["by_model"].items():
         lines.append(
             f"  {model}: verdicts {s['verdicts']}, calls {s['calls']} (retries {s['retries']}, re-asks {s['reasks']}, "
-            f"failed {s['failed_calls']}), cache hits {s['cache_hits']}, tokens in {s['tokens_in']} / out {s['tokens_out']}, "
-            f"judge errors {s['judge_errors']}"
+            f"failed {s['failed_calls']}), batch calls {s['batch_calls']}, cache hits {s['cache_hits']}, tokens in "
+            f"{s['tokens_in']} (cached {s['cached_tokens']}) / out {s['tokens_out']}, judge errors {s['judge_errors']}"
         )
     return "\n".join(lines)

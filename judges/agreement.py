@@ -28,7 +28,8 @@ from lmms_eval_plugins.data import JsonlLineError, iter_jsonl
 from .base import JudgeConfigError, JudgeError, JudgeItem, LLMJudge
 from .endpoint import resolve_endpoint, resolve_model
 from .registry import load_judge_class, resolve_judge_name
-from .runtime import RuntimeSettings, get_runtime, sampling_from_env
+from .runtime import RuntimeSettings, sampling_from_env
+from .session import get_runtime
 
 # ---- statistics (pure) -------------------------------------------------------------------------
 

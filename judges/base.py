@@ -137,6 +137,17 @@ class JudgeOutcome:
             skipped=bool(data.get("skipped", False)),
         )
 
+    @classmethod
+    def of(cls, value: Any) -> JudgeOutcome | None:
+        """The one reader of a verdict, whatever carried it: the outcome itself, its ``to_dict()`` form
+        (a logged item), or a judged response ``{"text": ..., "judge": {...}}``; ``None`` stays None."""
+        if value is None or isinstance(value, JudgeOutcome):
+            return value
+        if isinstance(value, Mapping):
+            judge = value.get("judge")
+            return cls.from_dict(judge if isinstance(judge, Mapping) else value)
+        raise TypeError(f"expected a JudgeOutcome or its dict, got {type(value).__name__}")
+
 
 # --------------------------------------------------------------------------------------------------
 # Text hygiene
@@ -330,6 +341,10 @@ class Judge(ABC):
     @abstractmethod
     def empty_verdict(self, item: JudgeItem) -> Verdict:
         """Verdict for an empty prediction (after ``<think>`` stripping): wrong, without a call."""
+
+    def nothing_to_judge(self, item: JudgeItem) -> bool:
+        """The prediction is empty after ``<think>`` stripping: :meth:`empty_verdict`, no call."""
+        return not strip_think(item.prediction)
 
     def describe(self) -> dict[str, Any]:
         return {

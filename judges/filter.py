@@ -52,11 +52,10 @@ from .registry import load_judge_class, offline_selected, resolve_judge_name
 from .runtime import (
     ENV_MAX_ERROR_RATE,
     RuntimeSettings,
-    get_runtime,
-    judging_deferred,
     max_error_rate_from_env,
     sampling_from_env,
 )
+from .session import get_runtime, judging_deferred
 
 
 class JudgedResponse(FilteredDict):
@@ -290,7 +289,7 @@ def judged_parts(filtered_result: Any) -> tuple[str, JudgeOutcome]:
     while isinstance(value, (list, tuple)) and value:
         value = value[0]
     if isinstance(value, Mapping) and isinstance(value.get("judge"), Mapping):
-        return str(value.get("text", "")), JudgeOutcome.from_dict(value["judge"])
+        return str(value.get("text", "")), JudgeOutcome.of(value)
     text = value if isinstance(value, str) else ""
     return text, JudgeOutcome(
         name="?", version="?", model=None,
@@ -298,14 +297,7 @@ def judged_parts(filtered_result: Any) -> tuple[str, JudgeOutcome]:
     )
 
 
-def _as_outcome(value: Any) -> JudgeOutcome | None:
-    if value is None or isinstance(value, JudgeOutcome):
-        return value
-    if isinstance(value, Mapping):
-        if isinstance(value.get("judge"), Mapping):
-            return JudgeOutcome.from_dict(value["judge"])
-        return JudgeOutcome.from_dict(value)
-    raise TypeError(f"expected a JudgeOutcome or its dict, got {type(value).__name__}")
+_as_outcome = JudgeOutcome.of
 
 
 @dataclass(frozen=True)

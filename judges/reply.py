@@ -51,3 +51,12 @@ def read_completion(response: Any) -> tuple[str, int, int, str]:
             bad.append(f"{name}={shorten(repr(raw), 40)}")
         counts.append(count or 0)
     return content, counts[0], counts[1], ", ".join(bad)
+
+
+def cached_tokens(response: Any) -> int:
+    """``usage.prompt_tokens_details.cached_tokens`` (input tokens the provider's prefix cache served),
+    0 when absent or not believable."""
+    usage = response.get("usage") if isinstance(response, dict) else getattr(response, "usage", None)
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else getattr(usage, "prompt_tokens_details", None)
+    raw = details.get("cached_tokens") if isinstance(details, dict) else getattr(details, "cached_tokens", None)
+    return usage_count(raw) or 0 if raw is not None else 0

@@ -6,7 +6,9 @@ The LLM judge uses the official CrossVid CCQA prompt (see ``prompts/rubric_syste
 source) and reads its reply format ``<score>{"coverage": [...], "correctness": [...]}</score>``.
 
 The per-question verdict is ``(covered + correct) / (2 * points)``; the benchmark score is the
-official scorer's micro-average over questions (:func:`rubric_micro_average`).
+official scorer's micro-average over questions (:func:`rubric_micro_average`). A task's strict mode
+(:func:`reads_officially`) reads the judge's reply as ``eval/score_CCQA.py`` does, numbers and list
+lengths as written (:func:`official_lists`, :func:`official_verdict`).
 
 ``rubric_offline`` is a deterministic, lower-fidelity stand-in based on keyword overlap.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 
 import json
+import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -73,6 +76,8 @@ def _loads_strict(text: str) -> Any:
         return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise ReplyParseError(f"the <score> block is not strict JSON ({exc.msg} at character {exc.pos})") from None
+    except ValueError as exc:  # an integer of over 4300 digits: Python's int conversion limit
+        raise ReplyParseError(f"the <score> block is not readable JSON ({exc})") from None
     except RecursionError:
         raise ReplyParseError("the <score> block nests too deeply to be the verdict") from None
 
@@ -99,7 +104,8 @@ def parse_rubric_reply(
 
     ``first_block=True`` reads the reply as the official scorer does: the first ``<score>...</score>``
     (exact lowercase tags, ``<think>`` not removed, any later block ignored) parsed by ``json.loads``
-    (extra keys ignored); the lists are then checked as below.
+    (extra keys ignored, NaN read); the lists are then taken as :func:`official_lists` takes them
+    (any numbers, any lengths: ``n_points`` is not checked).
 
     After the judge's ``<think>`` blocks are removed, the reply must hold exactly one
     ``<score>...</score>`` block (text around it is allowed; a second block, even one spelled
@@ -109,9 +115,9 @@ def parse_rubric_reply(
     raises :class:`ReplyParseError` (the runtime re-asks, then records a judge error).
 
     The official CrossVid scorer (``eval/score_CCQA.py``) reads the first ``<score>`` block with
-    ``json.loads`` and checks only that the two lists have the same length; for a reply without
-    ``<think>`` blocks, every reply accepted here gives the same lists there.  Two blocks are refused
-    here where the official scorer would take the first.
+    ``json.loads`` and adds whatever the lists hold (its length check comes after the result is
+    stored); for a reply without ``<think>`` blocks, every reply accepted by the default reading gives
+    the same lists there.  Two blocks are refused here where the official scorer would take the first.
     """
     shown = f"<{tag}>...</{tag}>"
     if first_block:
@@ -127,11 +133,11 @@ def parse_rubric_reply(
             data = json.loads(block)
         except json.JSONDecodeError as exc:
             raise ReplyParseError(f"the first <score> block is not JSON ({exc.msg} at character {exc.pos})") from None
+        except ValueError as exc:  # an integer of over 4300 digits: json.loads fails there too
+            raise ReplyParseError(f"the first <score> block is not readable JSON ({exc})") from None
         except RecursionError:
             raise ReplyParseError("the <score> block nests too deeply to be the verdict") from None
-        if not isinstance(data, dict) or any(k not in data for k in _RUBRIC_KEYS):
-            raise ReplyParseError('the <score> block must be a JSON object with the keys "coverage" and "correctness"')
-        return _rubric_lists(data, n_points)
+        return official_lists(data)
     text = strip_think(reply)
     opens, closes = list(_SCORE_OPEN.finditer(text)), list(_SCORE_CLOSE.finditer(text))
     if not opens and not closes:
@@ -153,6 +159,85 @@ def parse_rubric_reply(
             f'the <score> block must be a JSON object with exactly the keys "coverage" and "correctness", got {got}'
         )
     return _rubric_lists(data, n_points)
+
+
+# One entry of a list as the official scorer adds it: 0/1 for false/true, a number as given, and the
+# non-finite floats json.loads reads as their JSON spelling, so a verdict's detail stays strict JSON.
+Mark = int | float | str
+_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _mark(value: Any, key: str, index: int) -> Mark:
+    if type(value) is bool:
+        return int(value)
+    if type(value) is int:
+        return value
+    if type(value) is float:
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    raise ReplyParseError(f'"{key}"[{index}] is {json.dumps(value)[:40]}: the official scorer cannot add it '
+                          "(only numbers and true/false)")
+
+
+def mark_value(mark: Any) -> float | int:
+    """The number a stored list entry stands for (its JSON spelling for NaN and the infinities; NaN
+    for anything else that is not a number, so an aggregation over edited details cannot raise)."""
+    if isinstance(mark, bool):
+        return int(mark)
+    if isinstance(mark, (int, float)):
+        return mark
+    return _NON_FINITE.get(mark, math.nan) if isinstance(mark, str) else math.nan
+
+
+def _as_float(value: float | int) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond a float's range
+        return math.copysign(math.inf, value)
+
+
+def official_sum(coverage: Iterable[Any], correctness: Iterable[Any]) -> float | int:
+    """``sum(score["coverage"] + score["correctness"])``, one question's points in ``eval/score_CCQA.py``
+    (``update``): added in that order, so a NaN or opposite infinities make it NaN."""
+    return sum(mark_value(v) for v in [*coverage, *correctness])
+
+
+def official_lists(data: Any) -> tuple[list[Mark], list[Mark]]:
+    """(coverage, correctness) from the first block's JSON exactly where the official scorer gets a
+    number from it: ``score["coverage"]``, ``score["correctness"]`` and ``sum`` of the two lists joined.
+    Any numbers (``[2, 0]``, ``[0.5, -1]``, NaN), lists of any length (the official length check
+    comes after the result is stored), ``[]``. Everything that makes the official ``update`` fail
+    before storing a result raises :class:`ReplyParseError` (a judge error here, a failure there)."""
+    if not isinstance(data, dict) or any(k not in data for k in _RUBRIC_KEYS):
+        raise ReplyParseError('the <score> block must be a JSON object with the keys "coverage" and "correctness"')
+    coverage, correctness = data["coverage"], data["correctness"]
+    if type(coverage) is not list or type(correctness) is not list:
+        raise ReplyParseError('"coverage" and "correctness" must be lists (the official scorer joins and adds them)')
+    marks = ([_mark(v, "coverage", i) for i, v in enumerate(coverage)],
+             [_mark(v, "correctness", i) for i, v in enumerate(correctness)])
+    try:  # a float next to an int too large for one: OverflowError there as here
+        float(official_sum(*marks))
+    except OverflowError:
+        raise ReplyParseError("the <score> lists add up to a number too large for a float") from None
+    return marks
+
+
+def official_verdict(coverage: list[Mark], correctness: list[Mark]) -> Verdict:
+    """The verdict of a reply read as the official scorer reads it. ``detail`` keeps the lists as given
+    (what the CCQA aggregation adds up) and ``official_sum`` over ``2 * n_points`` (n = the coverage
+    list's length); ``score`` is that fraction clamped to [0, 1], 0 where it is not a number (NaN,
+    ``[]``): a per-question figure only, never what the task score is computed from."""
+    total, n = official_sum(coverage, correctness), len(coverage)
+    fraction = total / (2 * n) if n else math.nan
+    detail = {
+        "coverage": list(coverage),
+        "correctness": list(correctness),
+        "n_points": n,
+        "official_sum": _mark(float(total), "sum", 0) if not math.isfinite(total) else total,
+        "reading": "official",
+    }
+    return Verdict(score=min(1.0, max(0.0, fraction)) if math.isfinite(fraction) else 0.0, detail=detail)
 
 
 def _rubric_lists(data: dict[str, Any], n_points: int) -> tuple[list[int], list[int]]:
@@ -186,6 +271,12 @@ def rubric_verdict(coverage: list[int], correctness: list[int], **extra: Any) ->
     return Verdict(score=(covered + correct) / (2 * n) if n else 0.0, detail=detail)
 
 
+def reads_officially(item: JudgeItem) -> bool:
+    """A task's strict mode (``extra={"score_block": "first"}``): the model's reply goes to the judge as
+    it is, ``<think>`` and all, and the judge's reply is read as ``eval/score_CCQA.py`` reads it."""
+    return (item.extra or {}).get("score_block") == "first"
+
+
 def _require_points(item: JudgeItem, who: str) -> None:
     if not item.scoring_points:
         raise ValueError(f"{who} needs a non-empty list of scoring_points")
@@ -213,7 +304,8 @@ class RubricJudge(LLMJudge):
                 ("QUESTION", item.question),
                 ("STANDARD_ANSWER", item.reference),
                 ("SCORING_POINTS", points),
-                ("MODEL_OUTPUT", strip_think(item.prediction)),
+                # the official scorer sends the reply as it is; the default sends what is left after <think>
+                ("MODEL_OUTPUT", item.prediction if reads_officially(item) else strip_think(item.prediction)),
             ]
         )
         user += f"\n\nNumber of scoring points: {len(item.scoring_points or ())}."
@@ -224,10 +316,14 @@ class RubricJudge(LLMJudge):
 
     def parse_reply(self, reply: str, item: JudgeItem) -> Verdict:
         # extra {"score_block": "first"}: a task's strict mode reads the reply as the official scorer
-        coverage, correctness = parse_rubric_reply(reply, len(item.scoring_points or ()),
-                                                   first_block=(item.extra or {}).get("score_block") == "first",
+        official = reads_officially(item)
+        coverage, correctness = parse_rubric_reply(reply, len(item.scoring_points or ()), first_block=official,
                                                    tag=self.score_tag(item), judged=item)
-        return rubric_verdict(coverage, correctness)
+        return official_verdict(coverage, correctness) if official else rubric_verdict(coverage, correctness)
+
+    def nothing_to_judge(self, item: JudgeItem) -> bool:
+        # strict: a reply that is only <think>...</think> is judged, as the official scorer judges it
+        return not item.prediction.strip() if reads_officially(item) else super().nothing_to_judge(item)
 
     @staticmethod
     def score_tag(item: JudgeItem) -> str:
@@ -338,14 +434,24 @@ def rubric_micro_average(details: Iterable[Any]) -> float:
 
     Accepts rubric verdict details (``{"coverage": [...], "correctness": [...]}``), outcome dicts or
     :class:`JudgeOutcome` objects; judge errors are excluded (as the official scorer drops failures).
-    Returns NaN when nothing was judged.
+    Lists read officially (strict mode) are added as the official scorer adds them, numbers, lengths
+    and all: ``[]`` adds 0 of 0, a NaN entry makes the score NaN, as there
+    (:func:`rubric_official_nan_count` counts those questions). Returns NaN when nothing was judged
+    (the official script divides by zero there). Never raises.
     """
     items = _rubric_details(details)
     points = sum(len(d["coverage"]) for d in items)
     if points == 0:
         return float("nan")
-    gained = sum(sum(int(v) for v in d["coverage"]) + sum(int(v) for v in d["correctness"]) for d in items)
+    gained = sum(_as_float(official_sum(d["coverage"], d["correctness"])) for d in items)
     return 100.0 * gained / (2 * points)
+
+
+def rubric_official_nan_count(details: Iterable[Any]) -> int:
+    """Judged questions whose official points are not a number (a NaN or infinite entry in the judge's
+    lists): while one is there, the official CCQA score is NaN (or infinite), and so is
+    :func:`rubric_micro_average`. Reported beside the score in strict mode."""
+    return sum(1 for d in _rubric_details(details) if not math.isfinite(_as_float(official_sum(d["coverage"], d["correctness"]))))
 
 
 def rubric_per_question_mean(details: Iterable[Any]) -> float:
@@ -353,5 +459,5 @@ def rubric_per_question_mean(details: Iterable[Any]) -> float:
     items = [d for d in _rubric_details(details) if len(d["coverage"]) > 0]
     if not items:
         return float("nan")
-    per_q = [(sum(int(v) for v in d["coverage"]) + sum(int(v) for v in d["correctness"])) / (2 * len(d["coverage"])) for d in items]
+    per_q = [_as_float(official_sum(d["coverage"], d["correctness"])) / (2 * len(d["coverage"])) for d in items]
     return 100.0 * sum(per_q) / len(per_q)

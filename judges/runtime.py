@@ -1,7 +1,7 @@
 """The judge runtime: cached and concurrent calls, retries, deadlines, and their settings.
 
-One :class:`JudgeRuntime` per process (``get_runtime()``); it outlives the task ``utils.py`` modules,
-which lmms-eval re-executes per task.  Calls go through the ``openai`` client (``AsyncOpenAI``, its
+One :class:`JudgeRuntime` per verdict cache and run (:mod:`.session` owns them); it outlives the task
+``utils.py`` modules, which lmms-eval re-executes per task.  Calls go through the ``openai`` client (``AsyncOpenAI``, its
 own retries switched off) to any OpenAI-compatible endpoint; retries, backoff and the decision of
 what to retry are ours, so they are tested.  Where the calls go is :mod:`.endpoint`, what they
 cost is :mod:`.accounting`, and :mod:`.redaction` keeps the key out of every text they produce.
@@ -20,7 +20,6 @@ Fault policy
 from __future__ import annotations
 
 import asyncio
-import atexit
 import concurrent.futures
 import email.utils
 import json
@@ -28,7 +27,6 @@ import math
 import os
 import random
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -38,6 +36,7 @@ from typing import Any
 
 from loguru import logger
 
+from . import batch_requests
 from .accounting import (
     Accounting,
     accounting_report,
@@ -55,7 +54,6 @@ from .base import (
     OfflineJudge,
     ReplyParseError,
     Verdict,
-    strip_think,
 )
 from .cache import (
     VerdictCache,
@@ -63,9 +61,9 @@ from .cache import (
     default_cache_path,
     verdict_key,
 )
-from .endpoint import Endpoint, forget_announcements, missing_endpoint_message
+from .endpoint import Endpoint, missing_endpoint_message
 from .redaction import Redactor
-from .reply import MalformedResponse, read_completion, shorten
+from .reply import MalformedResponse, cached_tokens, read_completion, shorten
 
 # ---- configuration variables (documented in docs/judges.md) ------------------------------------
 ENV_CONCURRENCY = "LMMS_EVAL_PLUGINS_JUDGE_CONCURRENCY"
@@ -99,20 +97,6 @@ def _num(env: Mapping[str, str], name: str, default: float, kind: type = float, 
         raise JudgeConfigError(f"{name}={raw!r} must be >= {minimum}")
     return value
 
-
-
-# Set for the process while lmms-eval runs with --predict_only (compat entry evaluate-hook sets it from the
-# flag): judge filters then make no calls and need no endpoint; `lmms-eval-plugins score` judges later.
-_judging_deferred = False
-
-
-def set_judging_deferred(deferred: bool) -> None:
-    global _judging_deferred
-    _judging_deferred = bool(deferred)
-
-
-def judging_deferred(argv: Sequence[str] | None = None) -> bool:
-    return _judging_deferred or "--predict_only" in (sys.argv if argv is None else argv)
 
 
 def sampling_from_env(env: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -276,7 +260,7 @@ class JudgeRuntime:
                 done(i, error=f"invalid judge item: {exc}")
                 self.accounting.bump(judge, model_name, judge_errors=1)
                 continue
-            if not strip_think(item.prediction):
+            if judge.nothing_to_judge(item):
                 v = judge.empty_verdict(item)
                 done(i, verdict=v.score, detail=v.detail)
                 self.accounting.bump(judge, model_name, verdicts=1, empty_predictions=1)
@@ -342,6 +326,19 @@ class JudgeRuntime:
                     f"judge cache {self.cache_path}: ignored {len(rejected)} invalid cached verdict(s) of "
                     f"{judge.name}@{judge.version}; judging them again (e.g. {next(iter(rejected.values()))})"
                 ))
+            deferred = batch_requests.mode() if to_call else None
+            if deferred is not None:  # inside `score --batch`: collect the requests, or call nothing
+                if deferred[0] == "collect":
+                    batch_requests.collect(deferred[1], (batch_requests.BatchRequest(
+                        job.key, judge.name, judge.version, model, endpoint.base_url, dict(judge.sampling),
+                        job.messages, batch_requests.item_fields(job.item)) for job in to_call))
+                why = batch_requests.COLLECTED if deferred[0] == "collect" else deferred[1]
+                for job in to_call:
+                    outcomes[job.index] = JudgeOutcome(judge.name, judge.version, model, error=why)
+                    causes[job.index] = "no batch verdict"
+                    if deferred[0] != "collect":
+                        self.accounting.judge_error(judge, model, endpoint.host, "no batch verdict")
+                to_call = []
             if to_call:
                 settings = settings or RuntimeSettings.from_env()
                 logger.info(
@@ -397,6 +394,10 @@ class JudgeRuntime:
         os.replace(tmp, target)
         self._report_requests.add(None if path is None else str(path))
         return target
+
+    def report_requests(self) -> set[str | None]:
+        """The report paths asked for so far (None: the default one)."""
+        return set(self._report_requests)
 
     def summary(self) -> str:
         return accounting_summary(self.accounting, self.cache_path)
@@ -508,7 +509,7 @@ class JudgeRuntime:
                 if usage_note:
                     self.accounting.bump(judge, model, usage_ignored=1)
                     self._note_usage(usage_note)
-                self.accounting.bump(judge, model, tokens_in=tin, tokens_out=tout)
+                self.accounting.bump(judge, model, tokens_in=tin, tokens_out=tout, cached_tokens=min(tin, cached_tokens(response)))
                 size = len(reply.encode("utf-8", "replace"))
                 if size > settings.max_reply_bytes:
                     self.accounting.failed(judge, model, "reply too large")
@@ -560,60 +561,3 @@ def _run_sync(factory: Any) -> Any:
     # called from inside a running event loop (a notebook): use a private loop in a worker thread
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(lambda: asyncio.run(factory())).result()
-
-# ---- the process-wide runtime ------------------------------------------------------------------
-
-_runtimes: dict[Path, JudgeRuntime] = {}
-_runtimes_lock = threading.Lock()
-_runtimes_pid = os.getpid()
-
-
-def accounting_reports() -> list[dict[str, Any]]:
-    """This process's judge accounting (one entry per verdict cache that was used), redacted, for the
-    results JSON of the run (compat entry results-hook writes it there)."""
-    with _runtimes_lock:
-        runtimes = list(_runtimes.values())
-    reports = []
-    for runtime in runtimes:
-        report = runtime.report()
-        if report.get("by_judge"):
-            reports.append(json.loads(runtime.redact(json.dumps(report, sort_keys=True))))
-    return reports
-
-
-def get_runtime(cache_path: str | os.PathLike[str] | None = None) -> JudgeRuntime:
-    """The process-wide runtime for a cache (default: ``$LMMS_EVAL_PLUGINS_JUDGE_CACHE`` or
-    ``~/.cache/lmms_eval_plugins/judge_cache.sqlite3``)."""
-    global _runtimes_pid
-    path = Path(cache_path).expanduser() if cache_path is not None else default_cache_path()
-    path = path.resolve() if path.parent.exists() else path.absolute()
-    with _runtimes_lock:
-        if _runtimes_pid != os.getpid():  # forked: start fresh (connections do not survive a fork)
-            _runtimes.clear()
-            _runtimes_pid = os.getpid()
-        runtime = _runtimes.get(path)
-        if runtime is None:
-            runtime = _runtimes[path] = JudgeRuntime(path)
-        return runtime
-
-
-def reset_runtimes() -> None:
-    """Forget all runtimes and judge announcements (tests)."""
-    with _runtimes_lock:
-        for runtime in _runtimes.values():
-            runtime.cache.close()
-        _runtimes.clear()
-    forget_announcements()
-
-
-@atexit.register
-def _final_summary() -> None:  # pragma: no cover - exercised in real runs
-    for runtime in list(_runtimes.values()):
-        if runtime.accounting.active:
-            try:
-                logger.info(runtime.summary())
-                for requested in sorted(runtime._report_requests, key=str):
-                    path = runtime.write_report(requested)
-                    logger.info(f"judge accounting written to {path}")
-            except Exception:
-                pass

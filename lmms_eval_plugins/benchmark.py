@@ -18,10 +18,10 @@ import importlib.util
 import logging
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 ENTRY_POINT_GROUP = "lmms_eval_plugins.benchmarks"
 
@@ -30,17 +30,27 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Metric:
-    """One row of a task's ``metric_list``, with what the report needs to show it."""
+    """One metric of a task: its ``metric_list`` row, how it is computed, and what the report needs.
+
+    ``aggregate`` turns the task's per-item values into the metric (lmms-eval's aggregation hook
+    ``agg_<name>``, generated from it by :func:`lmms_eval_plugins.task_hooks.task_hooks`, never
+    null-unsafe: an unscored item makes it null). ``per_item`` picks this metric's value from the item
+    the task's scorer built from the record and the model's output (default: that whole item).
+    The run-wide counts (``skipped``, ``unscored``, ``skipped_by_reason``) need neither: the core owns them.
+    """
 
     name: str
     higher_is_better: bool
     paper_name: str = ""  # the paper's name for it ("Acc_i", "CSR"); "" where the paper has none
-    unit: str = "%"  # "%" (0-100), "count", "fraction" (0-1), "dict" (a breakdown), "list"
+    unit: str = "%"  # "%" (0-100), "number" (its own scale), "count", "fraction" (0-1), "dict" (a breakdown), "list"
     aggregation: str = ""  # the hook in the task folder's utils.py; "" means agg_<name>
     description: str = ""
     # the per-item field whose mean (x100 for "%") the metric is; "" when it is not a mean of items
     # (then its standard error is a bootstrap of its aggregation: lmms_eval_plugins/errorbars.py)
     item_score: str = ""
+    aggregate: Callable[[Any], Any] | None = field(default=None, compare=False, repr=False)
+    per_item: Callable[[Any], Any] | None = field(default=None, compare=False, repr=False)
+    needs_judge: bool = False  # computed from judge verdicts: a failed verdict leaves only these unscored
 
     @property
     def hook(self) -> str:
@@ -139,6 +149,16 @@ def _task_metric_files(folder: Path) -> dict[str, str]:
                 break
             current = entries[current].include
     return out
+
+
+def task_folder(name: str) -> Path:
+    """Our task folder ``name`` (``task_yamls/<name>``), found without importing the task package, so a
+    spec also loads inside an exported task folder (lmms_eval_plugins/export.py)."""
+    here = Path(__file__).resolve().parent
+    for root in (here / "task_yamls", here.parent / "task_yamls"):  # installed, then a source checkout
+        if (root / name).is_dir():
+            return root / name
+    return here / "task_yamls" / name
 
 
 def load_ref(ref: str) -> Any:

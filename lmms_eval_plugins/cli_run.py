@@ -1,8 +1,7 @@
 """Run the real ``lmms-eval`` CLI in a subprocess, offline, and read what it wrote.
 
-Used by ``lmms-eval-plugins demo`` and ``check-model`` (and by the tests, through
-``lmms_eval_plugins.testing.cli_run``). lmms-eval exits 0 even when a task fails (it logs the error and
-moves on), so success is judged by the results JSON: a run "completed" only if every requested task
+Used by ``lmms-eval-plugins demo`` and ``check-model``, and by the tests. lmms-eval exits 0 even when a
+task fails (it logs the error and moves on), so success is judged by the results JSON: a run "completed" only if every requested task
 has an entry in it.
 """
 

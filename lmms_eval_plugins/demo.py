@@ -30,7 +30,7 @@ from lmms_eval_plugins.cli_run import OFFLINE_ENV
 from lmms_eval_plugins.data import cache_dir
 from lmms_eval_plugins.doctor import HINT, fixes_for_log, installed_versions
 from lmms_eval_plugins.runs import RESULTS_SUFFIX, RunInputError, read_results
-from lmms_eval_plugins.task_list import sample_tasks
+from lmms_eval_plugins.tasks_command import sample_tasks
 
 # The tiny model's weights are random: it rarely stops by itself, so its replies are capped. The
 # README's tiny-model CLI line uses the same setting.

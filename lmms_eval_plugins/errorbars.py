@@ -21,8 +21,9 @@ from lmms_eval_plugins import stats
 from lmms_eval_plugins.benchmark import Benchmark, Metric, benchmark_of_task
 
 log = logging.getLogger(__name__)
-HEADLINE_UNITS = ("%", "fraction")
-SCALE = {"%": 100.0, "fraction": 1.0}
+# "number": a mean on its own scale (chain lengths, restarts per video, points): an error bar, unscaled
+HEADLINE_UNITS = ("%", "fraction", "number")
+SCALE = {"%": 100.0, "fraction": 1.0, "number": 1.0}
 
 
 @contextlib.contextmanager

@@ -582,8 +582,9 @@ _NUMBER = re.compile(r"\d+")
 
 
 def frame_files(folder: str | Path, record_id: str | None = None, *,
-                root: str | Path | None = None) -> list[tuple[int, Path]]:
-    """(frame number, path) of the images in a frame folder, sorted by the last integer in each name.
+                root: str | Path | None = None, by_name: bool = False) -> list[tuple[int, Path]]:
+    """(frame number, path) of the images in a frame folder, sorted by the last integer in each name
+    (``by_name``: by the file names as strings, as CrossVid's official scripts sort them).
 
     With ``root`` (the benchmark folder the frames come from), the folder and every frame file must
     resolve inside it (:func:`lmms_eval_plugins.data.safe_path`: a symbolic link out is a DataError);
@@ -592,7 +593,7 @@ def frame_files(folder: str | Path, record_id: str | None = None, *,
     folder_path = _existing(folder, "frame folder", record_id, folder=True)
     if root is not None:
         folder_path = safe_path(folder_path, ".", record=record_id, field="frame folder", within=root)
-    files = []
+    files, names = [], {}
     for p in folder_path.iterdir():
         if p.suffix.lower() not in IMAGE_SUFFIXES:
             continue
@@ -604,9 +605,11 @@ def frame_files(folder: str | Path, record_id: str | None = None, *,
                 path=str(p),
                 fix="name frame images with their frame number (e.g. 000123.jpg) or move other images out",
             )
+        name = p.name
         if root is not None:  # the number is the link's name; the path is where it really leads
             p = safe_path(folder_path, p.name, record=record_id, field="frame file", within=root)
         files.append((int(numbers[-1]), p))
+        names[files[-1]] = name
     if not files:
         raise MediaError(
             "frame folder holds no images",
@@ -614,7 +617,7 @@ def frame_files(folder: str | Path, record_id: str | None = None, *,
             path=str(folder_path),
             fix=f"extract the frames ({', '.join(sorted(IMAGE_SUFFIXES))}) into this folder",
         )
-    return sorted(files)
+    return sorted(files, key=names.__getitem__) if by_name else sorted(files)
 
 
 def folder_positions(n_files: int, num_frames: int, index_rule: IndexRule = "centre") -> list[int]:
@@ -632,6 +635,7 @@ def sample_frame_folder(
     record_id: str | None = None,
     root: str | Path | None = None,
     index_rule: IndexRule = "centre",
+    by_name: bool = False,
 ) -> SampledFrames:
     """`num_frames` images spread uniformly (`uniform_indices`, or `linspace_indices` with
     ``index_rule="linspace"``) over a folder of numbered frames.
@@ -640,13 +644,15 @@ def sample_frame_folder(
     timestamps are position / fps. `root`: see `frame_files` (frames must resolve inside it).
     """
     _check_rule(index_rule)
-    return skippable(lambda: _sample_frame_folder(folder, num_frames, fps, max_long_side, record_id, root, index_rule),
+    return skippable(lambda: _sample_frame_folder(folder, num_frames, fps, max_long_side, record_id, root, index_rule,
+                                                  by_name),
                      folder, record_id, lambda: _placeholder_frames(folder, num_frames))
 
 
 def _sample_frame_folder(folder: str | Path, num_frames: int, fps: float, max_long_side: int | None,
-                         record_id: str | None, root: str | Path | None, index_rule: IndexRule) -> SampledFrames:
-    files = frame_files(folder, record_id, root=root)
+                         record_id: str | None, root: str | Path | None, index_rule: IndexRule,
+                         by_name: bool = False) -> SampledFrames:
+    files = frame_files(folder, record_id, root=root, by_name=by_name)
     positions = folder_positions(len(files), num_frames, index_rule)
     shown = str(Path(folder).expanduser())
 

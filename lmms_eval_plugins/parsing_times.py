@@ -36,6 +36,7 @@ _INTERVAL = re.compile(
 )
 _TIMESTAMP = re.compile(rf"[\[(]?\s*({_TIME})\s*(?:seconds?|secs?|s)?\s*[\])]?", re.IGNORECASE)
 _ANSWER_LABEL = re.compile(r"\banswer\s*[:：]", re.IGNORECASE)
+_UNIT_AFTER_NUMBER = re.compile(r"\d\s*(?:seconds?|secs?|s)\b", re.IGNORECASE)
 
 
 def _time_to_seconds(token: str) -> float | None:
@@ -69,6 +70,7 @@ class _IntervalMatch(NamedTuple):
     start: int
     interval: tuple[float, float]
     clock: bool  # both ends written as clock times ("00:12")
+    end: int
 
 
 def _interval_matches(text: str) -> list[_IntervalMatch]:
@@ -78,7 +80,7 @@ def _interval_matches(text: str) -> list[_IntervalMatch]:
         a_text, b_text = m.group(first), m.group(first + 1)
         a, b = _time_to_seconds(a_text), _time_to_seconds(b_text)
         if a is not None and b is not None:
-            out.append(_IntervalMatch(m.start(), (a, b), ":" in a_text and ":" in b_text))
+            out.append(_IntervalMatch(m.start(), (a, b), ":" in a_text and ":" in b_text, m.end()))
     return out
 
 
@@ -112,12 +114,15 @@ def parse_intervals(text: str, *, clock_first: bool = False) -> list[tuple[float
     """Every interval in the text, in order, values as written (e.g. ViRectify's
     ``[mm:ss-mm:ss],[mm:ss-mm:ss]``); the forms of :func:`parse_interval`, brackets optional.
 
-    ``clock_first``: when some interval has both ends as clock times ("00:12-00:20"), only those
-    count, so that a number range in a note beside them ("bounces 2-3 times") is not read as seconds.
+    ``clock_first``: when some interval has both ends as clock times ("00:12-00:20"), only intervals
+    written as times count (clock times, or an end with a unit: "[24s]-[30s]" beside "[00:28]-[00:36]"),
+    so that a bare number range in a note beside them ("bounces 2-3 times") is not read as seconds.
     """
-    found = _interval_matches(clean_markup(_as_text(text)))
+    cleaned = clean_markup(_as_text(text))
+    found = _interval_matches(cleaned)
     if clock_first and any(f.clock for f in found):
-        found = [f for f in found if f.clock]
+        # written as a time: clock times, or an end with a unit ("[24s]-[30s]", "40-45 sec")
+        found = [f for f in found if f.clock or _UNIT_AFTER_NUMBER.search(cleaned, f.start, f.end)]
     return [f.interval for f in found]
 
 

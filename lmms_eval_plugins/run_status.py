@@ -161,7 +161,7 @@ def check_run(folder: Path, tasks: Sequence[str] = ()) -> tuple[int, list[str]]:
 
 
 def _plugin_tasks() -> list[str]:
-    from lmms_eval_plugins.task_list import task_names
+    from lmms_eval_plugins.tasks_command import task_names
 
     try:
         return sorted(task_names())

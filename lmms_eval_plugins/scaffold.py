@@ -9,13 +9,14 @@ NAME_sample`` finds its tasks (``discovery.plugin_task_dirs``), ``--model oracle
       pyproject.toml                 setuptools; entry point NAME = "NAME_bench.spec:BENCHMARK"
       README.md                      what to edit next
       NAME_bench/
-        spec.py                      the Benchmark: metric table, data, hooks
-        tasks.py                     typed records + validation, prompt, parser, scoring, aggregations
+        spec.py                      the Benchmark: each metric with its aggregation, data, hooks
+        scoring.py                   the aggregations (items -> number), pure
+        tasks.py                     typed records + validation, prompt, parser, per-item scoring, HOOKS
         task_yamls/NAME/             the task folder (named NAME: export-upstream names its output after it)
           _NAME_template_yaml        shared config; metric_list generated from the spec's table
           NAME_sample.yaml           the bundled sample (sources/sample.json)
           NAME.yaml                  the real data ($LMMS_EVAL_PLUGINS_DATA_ROOT/NAME/records.jsonl)
-          utils.py                   thin adapter: the hooks the YAMLs name
+          utils.py                   four lines: the hooks the YAMLs name, built from the spec
           sources/, sample_data/records.jsonl, README.md
       tests/test_NAME.py             unit tests of parsing and scoring
 
@@ -41,6 +42,7 @@ from pathlib import Path
 
 from lmms_eval_plugins.benchmark import Metric, registry
 from lmms_eval_plugins.outcome import UNSCORED_METRIC
+from lmms_eval_plugins.task_hooks import utils_source
 from lmms_eval_plugins.yaml_index import read_task_yamls
 from lmms_eval_plugins.yaml_sync import render
 
@@ -50,13 +52,15 @@ PACKAGE_SUFFIX = "_bench"
 DIST_PREFIX = "lmms-eval-plugins-"
 _TOKEN = re.compile(r"@([A-Z][A-Z_]*)@")
 
-# The generated benchmark's metric table: spec.py and the YAML's metric_list are both written from it.
+# The generated benchmark's metric table: spec.py and the YAML's metric_list are both written from it;
+# AGGREGATES names each scored metric's aggregation in the generated scoring.py.
 METRICS: tuple[Metric, ...] = (
     Metric("accuracy", True, paper_name="Acc", item_score="correct",
            description="percent of records whose parsed option letter is the gold one"),
     Metric("parse_fail", False, unit="count", description="replies with no readable option letter (scored wrong)"),
     Metric(UNSCORED_METRIC, False, unit="count", description="failed model requests (metrics null, never wrong)"),
 )
+AGGREGATES = {"accuracy": "accuracy_of", "parse_fail": "parse_failures"}
 
 
 class ScaffoldError(Exception):
@@ -155,6 +159,8 @@ def metric_source(metric: Metric) -> str:
     defaults = {f.name: f.default for f in dataclasses.fields(Metric)}
     extras = [f"{f}={json.dumps(getattr(metric, f))}" for f in ("paper_name", "unit", "aggregation", "item_score")
               if getattr(metric, f) != defaults[f]]
+    if metric.name in AGGREGATES:
+        extras.append(f"aggregate={AGGREGATES[metric.name]}")
     head = ", ".join([json.dumps(metric.name), repr(metric.higher_is_better), *extras])
     if metric.description:
         return f"Metric({head},\n           description={json.dumps(metric.description)})"
@@ -187,8 +193,8 @@ def render_files(names: Names) -> dict[str, str]:
         "TEMPLATE_YAML": names.template_yaml,
         "METRICS_PY": "".join(f"    {metric_source(m)},\n" for m in METRICS),
         "METRIC_LIST": metric_list_yaml(METRICS),
-        "SCORED": ", ".join(repr(m.name) for m in METRICS if m.name != UNSCORED_METRIC),
-        "HOOKS": "".join(f"    {m.hook},\n" for m in sorted(METRICS, key=lambda m: m.hook)),
+        "AGGREGATES": ", ".join(sorted(AGGREGATES.values())),
+        "UTILS": utils_source(names.name, names.package),
     }
     task_dir = f"{names.package}/task_yamls/{names.name}"
     layout = {
@@ -197,6 +203,7 @@ def render_files(names: Names) -> dict[str, str]:
         ".gitignore": GITIGNORE,
         f"{names.package}/__init__.py": PACKAGE_INIT,
         f"{names.package}/spec.py": SPEC,
+        f"{names.package}/scoring.py": SCORING,
         f"{names.package}/tasks.py": TASKS,
         f"{task_dir}/{names.template_yaml}": TEMPLATE_YAML,
         f"{task_dir}/{names.name}_sample.yaml": SAMPLE_YAML,
@@ -335,12 +342,13 @@ pytest                                             # tests/test_@NAME@.py
    multiple choice for now: `id`, `question`, `options`, `answer` letter, optional `category`).
 2. `@PKG@/tasks.py`: the record schema and its checks (`Record`, `parse_record`: every bad record is a
    `DataError` naming the record, the file and the fix), the prompt (`PROMPT`, `prompt_text`, `doc_to_visual`
-   for images or frames), the answer parser (`parse_answer`), the per-sample score (`score`) and the
-   aggregations (`agg_<metric>`). Keep `oracle_response` (the reply a perfect model gives, in the prompt's
-   format) and `chance_responses` (what a chance answerer picks from) on every doc.
-3. `@PKG@/spec.py`: title, description, `data`, and the metric table `METRICS`. Then
-   `lmms-eval-plugins sync-yaml @NAME@` rewrites the YAML's `metric_list`; add each new metric's `agg_<name>`
-   to `tasks.py` and to the import list of `task_yamls/@NAME@/utils.py`.
+   for images or frames), the answer parser (`parse_answer`) and the per-sample item (`score`). Keep
+   `oracle_response` (the reply a perfect model gives, in the prompt's format) and `chance_responses` (what a
+   chance answerer picks from) on every doc.
+3. `@PKG@/spec.py`: title, description, `data`, and the metric table `METRICS`: a metric is added, renamed
+   or removed there alone, naming its aggregation (a pure function of the items, in `scoring.py`). Then
+   `lmms-eval-plugins sync-yaml @NAME@` rewrites the YAML's `metric_list`. `task_yamls/@NAME@/utils.py` is
+   generated: never edit it.
 4. `@PKG@/task_yamls/@NAME@/README.md`: what the benchmark measures, the data layout, the citation.
 5. `tests/test_@NAME@.py`: hand-computed cases for your parser and metrics.
 6. The real data: `$LMMS_EVAL_PLUGINS_DATA_ROOT/@NAME@/records.jsonl` runs `--tasks @NAME@`. For a hub
@@ -358,7 +366,8 @@ PACKAGE_INIT = '''\
 
 SPEC = '''\
 """@TITLE@ as lmms-eval-plugins sees it (pyproject.toml registers BENCHMARK in the entry-point group
-lmms_eval_plugins.benchmarks). Data only: the code lives in tasks.py and the task folder's utils.py."""
+lmms_eval_plugins.benchmarks). A metric is added, renamed or removed here alone: its aggregation is named
+here, the YAML's metric_list is generated from here, and process_results fills every metric listed here."""
 
 from __future__ import annotations
 
@@ -366,11 +375,13 @@ from pathlib import Path
 
 from lmms_eval_plugins.benchmark import Benchmark, Metric
 
+from @PKG@.scoring import @AGGREGATES@
+
 # The task folder: YAMLs, utils.py (the hooks lmms-eval calls), sources/ and sample_data/.
 TASKS_DIR = Path(__file__).resolve().parent / "task_yamls" / "@NAME@"
 
 # The metric table. The YAML's metric_list is generated from it: `lmms-eval-plugins sync-yaml @NAME@`.
-# Each metric needs an aggregation `agg_<name>` in tasks.py, imported by the task folder's utils.py.
+# Each metric names its aggregation (scoring.py); `unscored` is counted by lmms-eval-plugins itself.
 METRICS = (
 @METRICS_PY@)
 
@@ -410,22 +421,21 @@ from typing import Any
 from lmms_eval_plugins.data import iter_jsonl, resolve_source, source_spec, to_dataset
 from lmms_eval_plugins.errors import DataError
 from lmms_eval_plugins.messages import interleaved_messages
-from lmms_eval_plugins.metrics import accuracy
-from lmms_eval_plugins.outcome import count_unscored, guard_aggregations, with_unscored
 from lmms_eval_plugins.parsing import Parsed, parse_option_letter
-from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD
+from lmms_eval_plugins.task_hooks import item_values
+from lmms_eval_plugins.doc_fields import CHANCE_FIELD, ORACLE_FIELD
+
+from @PKG@ import spec
 
 BENCHMARK = "@NAME@"
 RECORDS_FILE = "records.jsonl"
 LOCAL_LAYOUT = f"{BENCHMARK}/{RECORDS_FILE} (one JSON object per line: id, question, options, answer)"
 HUB_REPO: str | None = None  # a Hugging Face dataset id once the data is public (then read it in process_docs)
-# The bundled sample: set by the task folder's utils.py to the sample_data/ beside the YAMLs lmms-eval loaded.
-SAMPLE_DIR: Path | None = None
 LETTERS = string.ascii_uppercase
 MIN_OPTIONS, MAX_OPTIONS = 2, len(LETTERS)
 REQUIRED_FIELDS = ("id", "question", "options", "answer")
-# The metrics process_results fills (the spec's table, less `unscored`, which with_unscored adds).
-SCORED_METRICS = (@SCORED@)
+# What the task YAMLs name (`!function utils.X`); the aggregations come from spec.py.
+HOOKS = ("process_docs", "doc_to_visual", "doc_to_text", "doc_to_messages", "process_results")
 
 PROMPT = "{question}\\n{options}\\nAnswer with the option's letter from the given choices directly."
 
@@ -503,10 +513,11 @@ def to_doc(record: Record) -> dict[str, Any]:
             "category": record.category, ORACLE_FIELD: oracle_response(record), CHANCE_FIELD: chance_responses(record)}
 
 
-def process_docs(dataset: Any):
-    """lmms-eval's dataset is the one-row source file (sources/*.json): it names where the records are."""
-    spec = source_spec(dataset)
-    source = resolve_source(BENCHMARK, str(spec.get("source", "auto")), sample_dir=SAMPLE_DIR, hub_repo=HUB_REPO,
+def process_docs(dataset: Any, sample_dir: Path | None = None):
+    """lmms-eval's dataset is the one-row source file (sources/*.json): it names where the records are.
+    ``sample_dir``: the bundled sample_data/ beside the YAMLs lmms-eval loaded (utils.py binds it)."""
+    named = source_spec(dataset)
+    source = resolve_source(BENCHMARK, str(named.get("source", "auto")), sample_dir=sample_dir, hub_repo=HUB_REPO,
                             local_layout=LOCAL_LAYOUT)
     if source.root is None:
         raise DataError(f"reading {BENCHMARK} from the hub is not written yet", fix="read HUB_REPO in process_docs")
@@ -550,40 +561,31 @@ def score(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
 
 def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
     response = results[0] if results else ""
-    # a failed model request is unscored, not wrong: with_unscored marks the items and adds `unscored`
-    return with_unscored(dict.fromkeys(SCORED_METRICS, score(doc, response)), [response])
+    # the item under every metric of the spec; a failed model request is unscored, not wrong
+    return item_values(spec.METRICS, score(doc, response), [response], doc=doc)
+'''
+
+SCORING = '''\
+"""@TITLE@'s aggregations: the items process_results built in, one number out (pure; spec.py names them).
+An aggregation never sees an unscored item: lmms-eval-plugins makes the metric null instead."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lmms_eval_plugins.metrics import accuracy
 
 
-def agg_accuracy(items: Sequence[Mapping[str, Any]]) -> float:
+def accuracy_of(items: Sequence[Mapping[str, Any]]) -> float:
     return accuracy([bool(i["correct"]) for i in items])
 
 
-def agg_parse_fail(items: Sequence[Mapping[str, Any]]) -> int:
+def parse_failures(items: Sequence[Mapping[str, Any]]) -> int:
     return sum(1 for i in items if i["pred"] is None)
-
-
-agg_unscored = count_unscored
-# every agg_* returns null when any of its items is unscored
-guard_aggregations(globals())
 '''
 
-UTILS = '''\
-"""lmms-eval's `!function` hooks for the @NAME@ tasks: the benchmark lives in @PKG@.tasks."""
-
-from pathlib import Path
-
-from @PKG@ import tasks as _tasks
-from @PKG@.tasks import (  # noqa: F401  (named by the task YAMLs)
-@HOOKS@    doc_to_messages,
-    doc_to_text,
-    doc_to_visual,
-    process_docs,
-    process_results,
-)
-
-# The bundled sample data beside the YAMLs lmms-eval loaded.
-_tasks.SAMPLE_DIR = Path(__file__).resolve().parent / "sample_data"
-'''
+UTILS = "@UTILS@"
 
 TEMPLATE_YAML = '''\
 # Shared by the @NAME@ tasks. Each task YAML includes it and names its data source (sources/*.json).
@@ -665,9 +667,12 @@ import pytest
 from lmms_eval_plugins import yaml_sync
 from lmms_eval_plugins.errors import DataError
 from lmms_eval_plugins.outcome import UNSCORED_METRIC
+from lmms_eval_plugins.task_hooks import aggregation_of
 
 from @PKG@ import tasks
 from @PKG@.spec import BENCHMARK
+
+AGG = {m.name: aggregation_of(m) for m in BENCHMARK.metrics().values()}  # what lmms-eval calls, from the spec
 
 SAMPLE = BENCHMARK.tasks_dir / "sample_data" / tasks.RECORDS_FILE
 
@@ -700,16 +705,16 @@ def test_score_right_wrong_and_unparseable():
 
 def test_aggregations_hand_computed():
     # 4 samples: 2 right, 1 wrong, 1 unparseable -> accuracy 2/4 = 50 %, one parse failure
-    items = [tasks.score(doc("B"), r) for r in ("B", "(b)", "C", "hmm")]
-    assert tasks.agg_accuracy(items) == 50.0
-    assert tasks.agg_parse_fail(items) == 1
-    assert tasks.agg_unscored([tasks.process_results(doc(), ["B"])[UNSCORED_METRIC]]) == 0
+    items = [tasks.process_results(doc("B"), [r]) for r in ("B", "(b)", "C", "hmm")]
+    assert AGG["accuracy"]([i["accuracy"] for i in items]) == 50.0
+    assert AGG["parse_fail"]([i["parse_fail"] for i in items]) == 1
+    assert AGG[UNSCORED_METRIC]([i[UNSCORED_METRIC] for i in items]) == 0
 
 
 def test_a_failed_request_is_unscored_not_wrong():
     out = tasks.process_results(doc(), ["[LMMS_EVAL_REQUEST_FAILED after 5 retries] Connection error."])
-    assert tasks.agg_accuracy([out["accuracy"]]) is None
-    assert tasks.agg_unscored([out[UNSCORED_METRIC]]) == 1
+    assert AGG["accuracy"]([out["accuracy"]]) is None
+    assert AGG[UNSCORED_METRIC]([out[UNSCORED_METRIC]]) == 1
 
 
 def test_the_oracle_scores_every_sample_record_and_chance_lists_every_letter():
@@ -752,7 +757,8 @@ def test_duplicate_ids_are_refused(tmp_path):
 
 def test_the_yaml_metric_list_is_the_spec_table():
     assert yaml_sync.sync(BENCHMARK, check=True) == []
-    assert (*tasks.SCORED_METRICS, UNSCORED_METRIC) == tuple(m.name for m in BENCHMARK.metrics().values())
+    filled = tasks.process_results(doc(), ["B"])
+    assert list(filled) == [m.name for m in BENCHMARK.metrics().values()]
 
 
 def test_every_hook_the_yamls_name_is_in_utils():

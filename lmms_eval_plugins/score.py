@@ -11,7 +11,8 @@ newest results of a folder, so the re-scored ones.
 
 Exit status: 0 when every task has results and no unscored sample; 1 when samples stay unscored (a
 failed model request stays unscored: only the model can answer it), a task has no results or
-lmms-eval failed; 2 for bad input (nothing is written); 128+N when ended by signal N (lmms-eval ended too).
+lmms-eval failed; 2 for bad input (nothing is written); 3 when ``--batch`` stopped waiting for batches that are
+not final (:mod:`lmms_eval_plugins.score_batch`); 128+N when ended by signal N (lmms-eval ended too).
 See docs/score.md.
 
 The stored run is data, never code (issue 27): task folders come from the installed benchmarks and from
@@ -39,6 +40,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from lmms_eval_plugins import score_batch
 from lmms_eval_plugins.logged_samples import read_samples
 from lmms_eval_plugins.outcome import (
     BUDGET_EXCEEDED,
@@ -54,7 +56,7 @@ from lmms_eval_plugins.runs import (
     samples_path,
 )
 from lmms_eval_plugins.runs import read_results as read_results_json
-from lmms_eval_plugins.tasking import STRICT_ENV
+from lmms_eval_plugins.doc_fields import STRICT_ENV
 
 SCORE_KEY = "lmms_eval_plugins_score"
 JUDGE_ENV = "LMMS_EVAL_PLUGINS_JUDGE"
@@ -521,7 +523,8 @@ def summary(original_path: Path, target: Path, tasks: list[str], new: Mapping[st
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="lmms-eval-plugins score", description="Finish or re-score a stored lmms-eval "
                                      "run without the model: its logged replies are scored again by lmms-eval.",
-                                     epilog="Exit status: 0 all scored, 1 samples unscored or a task failed, 2 bad input.")
+                                     epilog="Exit status: 0 all scored, 1 samples unscored or a task failed, 2 bad input, "
+                                     "3 batches not final yet (--batch).")
     parser.add_argument("output_path", type=Path, help="the --output_path of an lmms-eval run made with --log_samples (or one *_results.json)")
     parser.add_argument("--results", help="the results JSON to re-score when OUTPUT_PATH holds several runs "
                                           "(default: the newest that is not itself a re-score)")
@@ -533,7 +536,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--include_path", metavar="DIR", help="a task folder to index besides the installed benchmarks "
                         "(a stored run's include_path is never used: give it here if you trust it)")
     parser.add_argument("-v", "--verbose", action="store_true", help="show lmms-eval's output as it runs")
+    score_batch.add_arguments(parser)
     args = parser.parse_args(argv)
+    args.argv = list(argv)
+    problem = score_batch.check_arguments(args)
+    if problem:
+        parser.error(problem)  # exit 2, nothing written
 
     remove_stale_scratch()
     try:
@@ -566,11 +574,23 @@ def replay_and_install(args: argparse.Namespace, original_path: Path, original: 
         env[JUDGE_MODEL_ENV] = args.judge_model
     if args.strict:
         env[STRICT_ENV] = "1"
+    if args.prices:
+        env[score_batch.ENV_PRICES] = str(Path(args.prices).expanduser().resolve())
     print(f"lmms-eval-plugins score: replaying {len(tasks)} task(s) of {original_path} through lmms-eval "
           f"(--model replay){'' if args.verbose else '; -v shows its output'}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as scratch_name:
         scratch = Path(scratch_name)
         (scratch / OWNER_FILE).write_text(f"{os.getpid()}\n", encoding="ascii")
+        batch_run = None
+        if args.batch or args.dry_run:  # a first replay finds the pending verdicts (score_batch.py)
+            def replay(replay_env: dict[str, str], out: Path) -> tuple[int, str, Path | None]:
+                code, text = run_replay(replay_command(original_path, tasks, out, config, include), replay_env, scratch, args.verbose)
+                found = sorted(out.rglob(f"*{RESULTS_SUFFIX}"))
+                return code, _ANSI.sub("", text), found[-1] if found else None
+
+            stop, batch_run = score_batch.prepare(args, args.argv, original_path, env, scratch, replay)
+            if stop is not None:
+                return stop
         command = replay_command(original_path, tasks, scratch / "out", config, include)
         returncode, output = run_replay(command, env, scratch, args.verbose)
         produced = sorted((scratch / "out").rglob(f"*{RESULTS_SUFFIX}"))
@@ -591,6 +611,7 @@ def replay_and_install(args: argparse.Namespace, original_path: Path, original: 
             print(f"lmms-eval-plugins score: error: {exc}", file=sys.stderr)
             return 2
         mark_rescored(new, original, original_path, env)
+        score_batch.merge_accounting(batch_run, new, scratch / "out" / "judge_report.json", env)
         try:
             target = install(new_path, new, scratch / "out", original_path.parent)
         except OSError as exc:
@@ -598,6 +619,8 @@ def replay_and_install(args: argparse.Namespace, original_path: Path, original: 
             return 1
     print(tables(output))
     status, lines = summary(original_path, target, tasks, new)
+    if args.batch or args.prices:
+        lines += score_batch.accounting_lines(new)
     print("\n".join(lines))
     return status
 

@@ -26,7 +26,7 @@ def _private_frame_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_qwen_dir(tmp_path_factory) -> Path:
-    from lmms_eval_plugins.testing.tiny_qwen import build_tiny_qwen2_5_vl
+    from lmms_eval_plugins.tiny_qwen import build_tiny_qwen2_5_vl
 
     # Reuse one build across the session (and across runs when LMMS_EVAL_PLUGINS_TEST_CACHE is set).
     base = os.environ.get("LMMS_EVAL_PLUGINS_TEST_CACHE")
@@ -36,7 +36,7 @@ def tiny_qwen_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_qwen_args(tiny_qwen_dir) -> str:
-    from lmms_eval_plugins.testing.tiny_qwen import lmms_eval_model_args
+    from lmms_eval_plugins.tiny_qwen import lmms_eval_model_args
 
     return lmms_eval_model_args(tiny_qwen_dir)
 

@@ -128,8 +128,9 @@ def canned_content(body: dict[str, Any]) -> str:
     return canned_binary(fields)
 
 
-def completion_body(content: str, model: str, usage: tuple[int, int], n: int) -> dict[str, Any]:
-    return {
+def completion_body(content: str, model: str, usage: tuple[Any, ...], n: int) -> dict[str, Any]:
+    """A chat.completion; ``usage`` is (prompt, completion[, cached prompt]) tokens."""
+    body = {
         "id": f"chatcmpl-test-{n}",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -137,6 +138,9 @@ def completion_body(content: str, model: str, usage: tuple[int, int], n: int) ->
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": usage[0] + usage[1]},
     }
+    if len(usage) > 2:
+        body["usage"]["prompt_tokens_details"] = {"cached_tokens": usage[2]}
+    return body
 
 
 # ---- fault helpers -----------------------------------------------------------------------------
@@ -211,10 +215,8 @@ class JudgeServer:
                 self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def do_GET(self) -> None:
-                if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, json.dumps({"object": "list", "data": [{"id": "judge-test", "object": "model"}]}).encode(), "application/json", {})
-                else:
-                    self._send(404, b'{"error": {"message": "not found"}}', "application/json", {})
+                status, payload, ctype = server._get(self.path)
+                self._send(status, payload, ctype, {})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
@@ -305,6 +307,12 @@ class JudgeServer:
             self._attempts.clear()
 
     # -- handling -----------------------------------------------------------------------------
+    def _get(self, path: str) -> tuple[int, bytes, str]:
+        """(status, body, content type) of a GET (tests/batch_server.py adds the Batch API's)."""
+        if path.rstrip("/").endswith("/models"):
+            return 200, json.dumps({"object": "list", "data": [{"id": "judge-test", "object": "model"}]}).encode(), "application/json"
+        return 404, b'{"error": {"message": "not found"}}', "application/json"
+
     def _handle(self, body: dict[str, Any], headers: dict[str, str], path: str) -> Reply | None:
         item_key = json.dumps((body.get("messages") or [])[:2], sort_keys=True)
         with self._lock:

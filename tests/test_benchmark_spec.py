@@ -14,7 +14,7 @@ import pytest
 from lmms_eval_plugins import benchmark as B
 from lmms_eval_plugins import yaml_sync
 from lmms_eval_plugins.report import split_task
-from lmms_eval_plugins.testing.task_utils import load_task_adapter
+from testkit.task_utils import load_task_adapter
 
 REPO = Path(__file__).resolve().parents[1]
 OURS = ("errorradar", "mmerror", "crossvid", "causalstep", "virectify")
@@ -164,9 +164,9 @@ def test_the_core_names_no_benchmark_in_its_code():
 
 
 def test_tasks_lists_each_benchmark_with_its_needs_and_tasks(capsys):
-    from lmms_eval_plugins import task_list
+    from lmms_eval_plugins import tasks_command
 
-    assert task_list.main([]) == 0
+    assert tasks_command.main([]) == 0
     out = capsys.readouterr().out
     for name in OURS:
         spec = B.get(name)
@@ -175,15 +175,15 @@ def test_tasks_lists_each_benchmark_with_its_needs_and_tasks(capsys):
         assert re.search(rf"^  {name}_\w*sample\w* +(task|group)$", block, re.M)
     assert "judge: none" in out[out.index("errorradar:"):out.index("mmerror:")]
     assert "judge: rubric" in out[out.index("crossvid:"):out.index("causalstep:")]
-    assert task_list.main(["--names"]) == 0
+    assert tasks_command.main(["--names"]) == 0
     assert "crossvid_bu_sample\ttask" in capsys.readouterr().out.splitlines()
 
 
 def test_info_prints_the_installed_readme_of_a_task_or_benchmark(capsys):
-    from lmms_eval_plugins import task_list
+    from lmms_eval_plugins import tasks_command
 
-    mark = task_list.mark_source_only  # repository-only files are marked (tests/test_task_list.py)
-    assert task_list.info("crossvid_bu_sample") == mark(B.get("crossvid").readme.read_text(encoding="utf-8"))
-    assert task_list.info("causalstep") == mark(B.get("causalstep").readme.read_text(encoding="utf-8"))
+    mark = tasks_command.mark_source_only  # repository-only files are marked (tests/test_tasks_command.py)
+    assert tasks_command.info("crossvid_bu_sample") == mark(B.get("crossvid").readme.read_text(encoding="utf-8"))
+    assert tasks_command.info("causalstep") == mark(B.get("causalstep").readme.read_text(encoding="utf-8"))
     with pytest.raises(SystemExit, match="no installed benchmark owns 'mmmu_val'"):
-        task_list.info("mmmu_val")
+        tasks_command.info("mmmu_val")

@@ -13,19 +13,22 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from testkit.task_utils import load_task_utils
 
-from lmms_eval_plugins.errors import DataError, MediaError
-from lmms_eval_plugins.replay import (
+from lmms_eval_plugins import media
+from lmms_eval_plugins.benchmarks.causalstep.chain_filter import (
+    GroupAttachment,
+    unpack_filtered,
+)
+from lmms_eval_plugins.benchmarks.causalstep.protocol import (
     CAUSAL_AFTER_CAUSAL,
     CAUSAL_AFTER_DESC,
     DESC,
-    GroupAttachment,
     replay_chain,
-    unpack_filtered,
 )
 from lmms_eval_plugins.benchmarks.causalstep.sample_data import make_causalstep
-from lmms_eval_plugins import media
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from lmms_eval_plugins.benchmarks.causalstep.spec import TEMPLATE
+from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.synthetic import decode_frame_index
 
 cs = load_task_utils("causalstep")
@@ -341,7 +344,8 @@ def run_hooks(records, wrong=(), unparseable=(), restart="next"):
 
     filtered = cs.ChainReplayFilter().apply([[reply(d)] for d in docs], docs)
     per_doc = [cs.process_results(d, list(f)) for d, f in zip(docs, filtered)]
-    return {m: getattr(cs, f"agg_{m}")([x[m] for x in per_doc]) for m in cs.METRICS}, per_doc
+    scored = [m.name for m in TEMPLATE if m.name in per_doc[0]]  # these docs carry no load-time skipped counts
+    return {m: getattr(cs, f"agg_{m}")([x[m] for x in per_doc]) for m in scored}, per_doc
 
 
 def test_metrics_by_hand():
@@ -411,6 +415,40 @@ def test_process_results_without_the_filter_still_scores():
     d = cs.build_requests(fake_record("A", 1, "c"))[0]
     out = cs.process_results(d, [d["gold"]])
     assert out["csr"]["correct"] is True and out["videos"]["chain"] is None
+
+
+def test_the_chain_is_logged_on_one_metric_and_failed_requests_leave_every_metric_unscored():
+    _, per_doc = run_hooks([fake_record("A", 3, "c")])
+    logging_chain = {name for name, item in per_doc[0].items() if isinstance(item, dict) and "chain" in item}
+    assert logging_chain == {"videos"}  # spec.py: the other metrics get the request's own fields
+    assert per_doc[0]["csr"] == {k: v for k, v in per_doc[0]["videos"].items() if k not in ("chain", "chain_on")}
+    d = cs.build_requests(fake_record("A", 1, "c"))[0]
+    out = cs.process_results(d, ["[LMMS_EVAL_REQUEST_FAILED: timeout]"])
+    assert all(out[m.name]["unscored"] for m in TEMPLATE if m.name in out and m.name != "unscored")
+    assert cs.agg_ws([out["ws"]]) is None and cs.agg_unscored([out["unscored"]]) == 1
+
+
+def test_chain_lengths_restarts_and_scores_are_numbers_with_error_bars_not_percentages():
+    from lmms_eval_plugins import errorbars
+    from lmms_eval_plugins.report import fmt
+
+    units = {m.name: m.unit for m in TEMPLATE}
+    assert {n for n, u in units.items() if u == "number"} == {"amcl", "mcl", "rf", "ws", "ws_max"}
+    assert {n for n, u in units.items() if u == "%"} == {"csr", "dua", "icra"}
+    headline = [m for m in TEMPLATE if errorbars.has_error_bar(m)]
+    assert [m.name for m in headline] == ["csr", "amcl", "mcl", "rf", "ws", "ws_max", "dua", "icra"]
+    # printed as under the old "%" unit: two decimals for a mean, an int as it is
+    assert (fmt(2.0, "number"), fmt(6.666666, "number"), fmt(7, "number")) == ("2.00", "6.67", "7")
+
+
+def test_the_spec_and_its_aggregations_load_without_lmms_eval():
+    import subprocess
+    import sys
+
+    code = ("import sys; import lmms_eval_plugins.benchmarks.causalstep.spec; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'lmms_eval'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr[-2000:]
 
 
 # ------------------------------------------------------------------------------ data

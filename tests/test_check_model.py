@@ -10,7 +10,7 @@ from PIL import Image
 from lmms_eval_plugins import check_model as cm
 from lmms_eval_plugins import check_model_observed as cmo
 from lmms_eval_plugins import check_model_tasks as cmt
-from lmms_eval_plugins.task_list import task_names
+from lmms_eval_plugins.tasks_command import task_names
 
 # One image benchmark, and one video benchmark with a free-form judged task when it exists.
 IMAGE_GROUP = "errorradar_sample"

@@ -10,9 +10,9 @@ from lmms_eval_plugins import compare, errorbars, run_status
 from lmms_eval_plugins.benchmark import get as get_benchmark
 
 from lmms_eval_plugins.models.random_baseline import chance_pick
-from lmms_eval_plugins.replay import replay_chain
-from lmms_eval_plugins.testing.cli_run import run_lmms_eval
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from lmms_eval_plugins.benchmarks.causalstep.protocol import replay_chain
+from lmms_eval_plugins.cli_run import run_lmms_eval
+from testkit.task_utils import load_task_utils
 
 pytestmark = pytest.mark.cli
 cs = load_task_utils("causalstep")

@@ -5,12 +5,16 @@ CCQA runs with the offline rubric judge (``LMMS_EVAL_PLUGINS_JUDGE=offline``): n
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from lmms_eval_plugins.testing.cli_run import run_lmms_eval
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from lmms_eval_plugins.cli_run import run_lmms_eval
+from testkit.task_utils import load_task_utils
 
 pytestmark = pytest.mark.cli
 cv = load_task_utils("crossvid")
@@ -36,12 +40,14 @@ def test_oracle_scores_100_on_all_ten_tasks_and_every_average(tmp_path, isolated
     ccqa = run.task_results("crossvid_ccqa_sample")
     assert ccqa["per_question_mean"] == 100.0
     # MSR record 0 (a placeholder only in an option) and MOC record 1 (an object in no sampled frame) would be
-    # dropped by the official scripts: kept and scored here, and counted; the metric exists only for MSR/MOC
+    # dropped by the official scripts: kept and scored here, and counted; the metric exists only for MSR/MOC/FSA
+    # (no sample FSA video is shorter than its 8 frame slots)
     for task, dropped_id in (("crossvid_msr_sample", "0"), ("crossvid_moc_sample", "1")):
         assert run.task_results(task)["official_dropped"] == 1
         reasons = {s["score"]["id"]: s["score"]["official_drop"] for s in run.samples(task)}
         assert reasons[dropped_id] and not any(r for i, r in reasons.items() if i != dropped_id)
-    assert all("official_dropped" not in run.task_results(t) for t in TASKS if "_msr" not in t and "_moc" not in t)
+    assert run.task_results("crossvid_fsa_sample")["official_dropped"] == 0
+    assert all("official_dropped" not in run.task_results(t) for t in TASKS if not any(k in t for k in ("_msr", "_moc", "_fsa")))
     # the oracle's CCQA reply was judged by the offline rubric judge, and every point covered and correct
     for sample in run.samples("crossvid_ccqa_sample"):
         judge = sample["score"]["judge"]  # the per-sample item carries the filter's judge outcome
@@ -75,3 +81,30 @@ def test_local_data_with_a_missing_video_fails_naming_it_or_is_skipped(tmp_path,
     assert metrics["skipped"] == 1 and metrics["score"] == 100.0
     assert metrics["skipped_by_reason"] == {"missing media": 1}
     assert skipped.results["n-samples"]["crossvid_bu"]["effective"] == 1
+
+
+def test_report_leaves_out_an_average_with_a_task_missing(tmp_path):
+    """`lmms-eval-plugins report` on a stored run without MOC: M.Avg and O.Avg are left out with a note
+    (the paper's rule: an average is over all its tasks), C.Avg and T.Avg are the means of their tasks."""
+    run = tmp_path / "random"
+    shutil.copytree(Path(__file__).parent / "data" / "report_runs" / "random", run)
+    (results,) = run.glob("*_results.json")
+    data = json.loads(results.read_text())
+    gone = {"crossvid_moc_sample", "crossvid_multiview_sample", "crossvid_sample"}
+    data["results"] = {t: v for t, v in data["results"].items() if t.startswith("crossvid_") and t not in gone}
+    results.write_text(json.dumps(data))
+    for path in run.glob("*_samples_*.jsonl"):
+        if "crossvid_" not in path.name or "crossvid_moc_sample" in path.name:
+            path.unlink()
+    done = subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", "report", str(run), "-o", str(tmp_path / "out"),
+                           "--no-plots"], capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    start = lines.index("<!-- table: crossvid-main -->")
+    header = next(line for line in lines[start:] if line.startswith("| "))
+    row = next(line for line in lines[start:] if line.startswith(("| random", "| **random")))
+    cells = dict(zip([c.strip() for c in header.split("|")[1:-1]], [c.strip().strip("*") for c in row.split("|")[1:-1]]))
+    assert cells["M.Avg"] == "—" and cells["O.Avg"] == "—" and cells["MOC"] == "—"
+    assert cells["C.Avg"].startswith("37.5") and cells["T.Avg"].startswith("38.1")  # (50+0+50+50)/4, (50+14.3+50)/3
+    assert "An average with a task missing or unscored is left out" in text

@@ -8,9 +8,9 @@ import pytest
 
 from lmms_eval_plugins import report, run_status, stats
 from lmms_eval_plugins.models.random_baseline import chance_pick
-from lmms_eval_plugins.testing.cli_run import run_lmms_eval
-from lmms_eval_plugins.testing.report_fixtures import html_table_rows
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from lmms_eval_plugins.cli_run import run_lmms_eval
+from testkit.report_fixtures import html_table_rows
+from testkit.task_utils import load_task_utils
 
 pytestmark = pytest.mark.cli
 er = load_task_utils("errorradar")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_eval_plugins.testing.cli_run import OFFLINE_ENV, run_lmms_eval
+from lmms_eval_plugins.cli_run import OFFLINE_ENV, run_lmms_eval
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_server import TEST_API_KEY, JudgeServer, server_error  # noqa: E402
@@ -215,7 +215,7 @@ def test_a_run_killed_while_judging_is_finished_with_no_repeated_calls(tmp_path)
     import signal
     import sqlite3
 
-    from lmms_eval_plugins.testing.cli_run import lmms_eval_command
+    from lmms_eval_plugins.cli_run import lmms_eval_command
 
     task, cache_db, response_cache = "virectify_sample", tmp_path / "judge.sqlite3", tmp_path / "responses"
     env = {k: v for k, v in os.environ.items() if k not in JUDGE_VARS}

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from lmms_eval_plugins.judges.endpoint import missing_endpoint_message
-from lmms_eval_plugins.testing.cli_run import OFFLINE_ENV, run_lmms_eval
+from lmms_eval_plugins.cli_run import OFFLINE_ENV, run_lmms_eval
 
 pytestmark = pytest.mark.cli
 

@@ -7,9 +7,11 @@ import shutil
 
 import pytest
 
+from lmms_eval_plugins.benchmarks.mmerror.spec import EPD_TEMPLATE, ETC_TEMPLATE
 from lmms_eval_plugins.models.random_baseline import chance_pick
-from lmms_eval_plugins.testing.cli_run import run_lmms_eval
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from lmms_eval_plugins.task_hooks import RUN_COUNTS
+from lmms_eval_plugins.cli_run import run_lmms_eval
+from testkit.task_utils import load_task_utils
 
 pytestmark = pytest.mark.cli
 mm = load_task_utils("mmerror")
@@ -24,7 +26,7 @@ def sample_docs(task: str) -> list[dict]:
 def expected_metrics(task: str, replies: list[str]) -> dict:
     """What the task's own hooks make of these replies (doc i gets replies[i])."""
     process = mm.process_results_etc if "etc" in task else mm.process_results_epd
-    names = mm.ETC_METRICS if "etc" in task else mm.EPD_METRICS
+    names = [m.name for m in (ETC_TEMPLATE if "etc" in task else EPD_TEMPLATE) if m.name not in RUN_COUNTS]
     per_doc = [process(doc, [reply]) for doc, reply in zip(sample_docs(task), replies)]
     return {m: getattr(mm, f"agg_{m}")([x[m] for x in per_doc]) for m in names}
 
@@ -36,12 +38,13 @@ def test_oracle_scores_100_on_both_tasks(tmp_path, isolated_env):
         assert metrics["accuracy"] == 100.0 and metrics["accuracy_domain_macro"] == 100.0
         assert metrics["parse_fail"] == 0
         # the official parser reads the oracle's bare letters too
-        assert metrics["official_accuracy"] == metrics["official_strict_accuracy"] == 100.0
-        assert metrics["official_parse_fail"] == 0
+        assert metrics["official_accuracy"] == 100.0 and metrics["official_parse_fail"] == 0
         assert metrics["official_accuracy_stderr"] == 0.0 and metrics["official_parse_fail_stderr"] == "N/A"
         assert set(metrics["accuracy_by_domain"].values()) == {100.0}
         assert set(metrics["accuracy_by_label"].values()) == {100.0}
     assert set(etc["accuracy_by_label"]) == set(mm.ERROR_LABELS) and set(epd["accuracy_by_label"]) == set(mm.ALL_LABELS)
+    # officially ETC's strict denominator counts the 3 E_NoError records it never asks: 9 of 12
+    assert etc["official_strict_accuracy"] == 75.0 and epd["official_strict_accuracy"] == 100.0
     assert epd["false_alarm_rate"] == 0.0 and epd["no_error_rate"] == 25.0 and epd["presence_parse_fail"] == 0
     assert sum(epd["confusion"][label][label] for label in mm.ALL_LABELS) == 12
     # n-samples counts requests: 9 ETC samples (E_NoError left out), 2 requests for each of 12 EPD samples
@@ -64,7 +67,9 @@ def test_random_baseline_is_seeded_and_replayed(tmp_path, isolated_env):
                        "official_accuracy", "official_strict_accuracy", "official_parse_fail"):
             assert got[metric] == pytest.approx(expected[metric]), (task, metric)
         # chance replies are bare letters: both parsers read them all, so the official numbers are ours
-        assert got["official_strict_accuracy"] == pytest.approx(got["accuracy"]) and got["official_parse_fail"] == 0
+        # (ETC's strict one over 12 records, the 3 unasked E_NoError ones included)
+        share = 9 / 12 if task == ETC_TASK else 1.0
+        assert got["official_strict_accuracy"] == pytest.approx(share * got["accuracy"]) and got["official_parse_fail"] == 0
         assert got["official_accuracy"] == pytest.approx(got["accuracy"])
         assert got["official_accuracy_stderr"] > 0 and got["official_strict_accuracy_stderr"] > 0
         assert got["confusion"] == expected["confusion"]
@@ -90,9 +95,17 @@ def test_local_data_root_runs_the_full_group_without_no_error_samples(tmp_path, 
     for path in (tmp_path / "data" / "mmerror" / "data" / "jsons").glob("MMErroR_0*.json"):
         if json.loads(path.read_text(encoding="utf-8"))["label"] == "E_NoError":
             path.unlink()
+    # spellings the official loader maps (issue 30) load too: an opening letter, the first class named
+    jsons = tmp_path / "data" / "mmerror" / "data" / "jsons"
+    for name, label in (("MMErroR_00001", "Visual Reasoning Error"), ("MMErroR_00004", "b"),
+                        ("MMErroR_00005", "Reasoning about the question")):
+        record = json.loads((jsons / f"{name}.json").read_text(encoding="utf-8"))
+        (jsons / f"{name}.json").write_text(json.dumps({**record, "label": label}), encoding="utf-8")
     run = run_lmms_eval(tasks="mmerror", model="oracle", output_dir=tmp_path / "out",
                         env={"LMMS_EVAL_PLUGINS_DATA_ROOT": str(tmp_path / "data")}, log_samples=False)
     assert run.task_results("mmerror_etc")["accuracy"] == 100.0
+    assert "2 label(s) name several classes" in run.output
+    assert "MMErroR_00001.json 'Visual Reasoning Error' -> A_Visual_Perception_Error" in run.output
     epd = run.task_results("mmerror_epd")
     assert epd["accuracy"] == 100.0 and epd["no_error_rate"] == 0.0 and epd["false_alarm_rate"] is None
     assert run.results["n-samples"]["mmerror_epd"]["effective"] == 18

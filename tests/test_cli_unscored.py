@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lmms_eval_plugins.outcome import REQUEST_FAILED, SKIPPED_BY_REASON_METRIC, SKIPPED_METRIC
-from lmms_eval_plugins.testing.cli_run import run_lmms_eval
+from lmms_eval_plugins.cli_run import run_lmms_eval
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_server import JudgeServer, Reply  # noqa: E402

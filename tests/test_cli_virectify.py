@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lmms_eval_plugins.testing.cli_run import run_lmms_eval
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from lmms_eval_plugins.cli_run import run_lmms_eval
+from testkit.task_utils import load_task_utils
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # judge_server.py
 from judge_server import TEST_API_KEY, JudgeServer, Reply, client_error

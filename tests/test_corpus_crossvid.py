@@ -16,7 +16,7 @@ import pytest
 
 from lmms_eval_plugins.data import read_jsonl
 from lmms_eval_plugins.metrics import interval_iou
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from testkit.task_utils import load_task_utils
 
 cv = load_task_utils("crossvid")
 CORPUS = Path(__file__).parent / "data" / "answer_corpus" / "crossvid.jsonl"

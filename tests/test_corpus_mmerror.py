@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from lmms_eval_plugins.data import read_jsonl
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from testkit.task_utils import load_task_utils
 
 mm = load_task_utils("mmerror")
 CORPUS = Path(__file__).parent / "data" / "answer_corpus" / "mmerror.jsonl"

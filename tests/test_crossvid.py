@@ -12,7 +12,7 @@ import pytest
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.judges.base import JudgeOutcome
 from lmms_eval_plugins.benchmarks.crossvid.sample_data import make_crossvid
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from testkit.task_utils import load_task_utils
 from lmms_eval_plugins.synthetic import make_frame_folder
 
 cv = load_task_utils("crossvid")
@@ -161,7 +161,7 @@ def test_ccqa_micro_average_per_question_mean_and_judge_errors(monkeypatch):
 
 @pytest.fixture()
 def fresh_judge_runtime():
-    from lmms_eval_plugins.judges.runtime import reset_runtimes
+    from lmms_eval_plugins.judges.session import reset_runtimes
 
     reset_runtimes()
     yield
@@ -263,6 +263,114 @@ def test_group_yaml_averages_the_subgroups_unweighted():
     assert cv.group_mean([2, 0, 3], [10, 1, 1], False) == 5  # `unscored` contains "score": counts are summed
 
 
+def test_task_yamls_and_hooks_follow_the_one_task_declaration():
+    """averages.DIMENSIONS is the one list of tasks and dimensions: the group YAMLs, the ten task YAMLs,
+    their process_docs hooks, the spec's roles and tasks.HOOKS all agree with it."""
+    import re
+
+    from lmms_eval_plugins.benchmark import get as get_benchmark
+    from lmms_eval_plugins.benchmarks.crossvid import tasks as hooks_module
+    from lmms_eval_plugins.benchmarks.crossvid.averages import DIMENSIONS, FREE_FORM
+    from lmms_eval_plugins.yaml_index import read_task_yamls
+
+    assert cv.TASKS == ("BU", "NC", "CC", "PEA", "PI", "FSA", "PSS", "MSR", "MOC", "CCQA")  # the paper's order
+    folder = cv.SAMPLE_DIR.parent
+    entries = {e.name: e for e in read_task_yamls([folder], recursive=False)}
+    for suffix in ("", "_sample"):
+        config = entries[f"crossvid{suffix}"].config
+        groups = [g for g in config["task"] if isinstance(g, dict)]
+        assert {g["group"]: g["task"] for g in groups} == {
+            f"crossvid_{d.role}{suffix}": [f"crossvid_{t.lower()}{suffix}" for t in d.tasks] for d in DIMENSIONS}
+        assert [d.column in g["group_alias"] for d, g in zip(DIMENSIONS, groups)] == [True] * len(DIMENSIONS)
+        assert [t for t in config["task"] if not isinstance(t, dict)] == [f"crossvid_{FREE_FORM.lower()}{suffix}"]
+        for task in cv.TASKS:
+            process_docs = entries[f"crossvid_{task.lower()}{suffix}"].config["process_docs"]
+            assert process_docs == f"!function utils.process_docs_{task.lower()}"
+    assert {n for n, e in entries.items() if e.kind == "task"} == {
+        f"crossvid_{t.lower()}{s}" for t in cv.TASKS for s in ("", "_sample")}
+    spec = get_benchmark("crossvid")
+    assert spec.roles == (*(t.lower() for t in cv.TASKS), "comparative", "temporal", "multiview")
+    # HOOKS is exactly what the YAMLs call, less the aggregations the spec supplies
+    named = {hook for path in folder.iterdir() if path.is_file() and "yaml" in path.name
+             for hook in re.findall(r"!function utils\.(\w+)", path.read_text(encoding="utf-8"))}
+    aggregations = {m.hook for metrics in spec.metric_lists.values() for m in metrics}
+    assert set(hooks_module.HOOKS) == named - aggregations
+
+
+def test_process_docs_hooks_read_the_sample_beside_their_utils_py(tmp_path):
+    rows = cv.process_docs_pss([{**SAMPLE}])  # utils.py's hook: bound to the bundled sample
+    assert [r["task"] for r in rows] == ["PSS", "PSS"] and [r["id"] for r in rows] == ["0", "1"]
+    # the same hook of the task code, given another sample folder, reads that one (no module state)
+    from lmms_eval_plugins.benchmarks.crossvid import tasks as hooks_module
+
+    folder = tmp_path / "sample_data"
+    shutil.copytree(cv.SAMPLE_DIR, folder)
+    qa = folder / "QA" / "PSS.json"
+    qa.write_text(json.dumps(json.loads(qa.read_text())[:1]))
+    assert [r["id"] for r in hooks_module.process_docs_pss([{**SAMPLE}], sample_dir=folder)] == ["0"]
+    assert hooks_module.process_docs_pss.__name__ == "process_docs_pss"
+
+
+def test_report_rows_use_the_papers_average_rule():
+    """One CrossVid average: the report's columns are averages.crossvid_averages, so a dimension (and
+    O.Avg) with a task missing or unscored is left out, never a mean over fewer tasks."""
+    from types import SimpleNamespace
+
+    from lmms_eval_plugins.benchmarks.crossvid.report import crossvid_row
+    from lmms_eval_plugins.report.document import Entry
+
+    row = dict(zip(COLUMNS, TABLE2["GPT-4.1"]))
+
+    def entry(scores):
+        tasks = {t.lower(): SimpleNamespace(task=f"crossvid_{t.lower()}", metrics={"score": v}) for t, v in scores.items()}
+        return Entry(run=None, variant="", tasks=tasks, label="m")
+
+    values, incomplete, notes = crossvid_row(entry({t: row[t] for t in cv.TASKS}))
+    expected = cv.crossvid_averages({t: row[t] for t in cv.TASKS})
+    assert {k: values[k] for k in expected} == expected and incomplete == set() and notes == []
+    assert values["C.Avg"] == pytest.approx((46.2 + 34.6 + 58.5 + 51.2) / 4)  # by hand
+    without_moc = {t: row[t] for t in cv.TASKS if t != "MOC"}
+    values, incomplete, _ = crossvid_row(entry(without_moc))
+    assert incomplete == {"M.Avg", "O.Avg"} and "M.Avg" not in values and "O.Avg" not in values
+    assert values["T.Avg"] == pytest.approx((70.9 + 8.6 + 60.5) / 3)
+    unscored = {**{t: row[t] for t in cv.TASKS}, "FSA": None}  # a task whose score is null (unscored samples)
+    values, incomplete, _ = crossvid_row(entry(unscored))
+    assert incomplete == {"T.Avg", "O.Avg"} and values["C.Avg"] == pytest.approx(expected["C.Avg"])
+
+
+@pytest.mark.parametrize("run_name", ["oracle", "random"])
+def test_stored_runs_rescore_to_their_stored_numbers(run_name):
+    """The stored real lmms-eval runs (tests/data/report_runs) re-scored in process: each logged reply
+    through process_results and the spec's aggregations (as utils.py hands them to lmms-eval) gives
+    every metric lmms-eval stored for it. CCQA replays the logged judge outcome."""
+    run = Path(__file__).parent / "data" / "report_runs" / run_name
+    (results,) = run.glob("*_results.json")
+    stored_results = json.loads(results.read_text())["results"]
+    from lmms_eval_plugins.benchmark import get as get_benchmark
+
+    compared = 0
+    for task in cv.TASKS:
+        name = f"crossvid_{task.lower()}_sample"
+        (samples,) = run.glob(f"*_samples_{name}.jsonl")
+        rows = {d["id"]: d for d in docs(task)}
+        per_doc = []
+        for line in samples.read_text().splitlines():
+            sample = json.loads(line)
+            doc = rows[sample["score"]["id"]]
+            if task == "CCQA":  # the logged filtered reply is cut short; the logged item holds the outcome in full
+                per_doc.append(cv.process_results_ccqa(doc, [[{"text": "", "judge": sample["score"]["judge"]}]]))
+            else:
+                per_doc.append(cv.process_results(doc, [sample["filtered_resps"]]))
+        metrics = get_benchmark("crossvid").task_metrics(name)
+        for key, value in stored_results[name].items():
+            metric = key.split(",")[0]
+            if metric in metrics and not metric.endswith("_stderr"):
+                got = getattr(cv, metrics[metric].hook)([d[metric] for d in per_doc])
+                assert got == pytest.approx(value, abs=1e-9), (name, metric)
+                compared += 1
+    assert compared >= 40  # score, score_strict and the counts of all ten tasks
+
+
 # ----------------------------------------------------------------------------------------------- frame budgets
 
 def test_budget_splits_by_hand():
@@ -288,7 +396,9 @@ def test_sampled_frames_per_label_follow_the_budget():
     # four 3-s segments of the 12-s video, 4 frames each asked; segment 3 is [9, 12] s: frames 36, 40, 44, 48, and
     # 48 is past the last frame (47)
     assert counts["PSS"] == [4, 4, 3, 4]
-    assert counts["MSR"] == [6, 6]  # 8 per view asked, the folders hold 6 frames: never padded
+    # 8 per view asked from folders of 6 frames: linspace(0, 5, 8) cast to int = 0, 0, 1, 2, 2, 3, 4, 5, repeats
+    # kept as the official process_frames keeps them
+    assert counts["MSR"] == [8, 8]
 
 
 def test_frames_are_sampled_inside_intervals_and_resized_down_only():
@@ -399,11 +509,11 @@ def test_msr_placeholder_only_in_an_option_gets_its_box_scaled_by_hand():
     text = cv.build_messages(doc, cv.sample_frames(doc))[1]["content"][0]["text"]
     assert "Question:\nIn view B, which object is closer to obj_1?\n\nOptions:\nA. obj_2\nB. obj_3\n" in text
     # frames are 400x300 -> 360x270: scale 0.9, truncated. View A track 5, position 0: (240.5, 90.7, 281.9, 130.9);
-    # view B track 3 is first annotated at position 1: (140.5, 110, 181.9, 150.2);
+    # view B track 3 is first annotated at position 1, the 3rd of positions 0, 0, 1, ...: (140.5, 110, 181.9, 150.2);
     # view B track 5 at position 0: (191.4, 159.99, 232.8, 200.19)
     assert ("Objects information:\n"
             "obj_2 appears in 1st frame of view A with bbox [216, 81, 253, 117]\n"
-            "obj_1 appears in 2nd frame of view B with bbox [126, 99, 163, 135]\n"
+            "obj_1 appears in 3rd frame of view B with bbox [126, 99, 163, 135]\n"
             "obj_3 appears in 1st frame of view B with bbox [172, 143, 209, 180]\n\n") in text
     assert cv.doc_to_text(doc).count("obj_3 appears in 1st frame of view B with bbox [172, 143, 209, 180]") == 1
 
@@ -412,7 +522,8 @@ def test_moc_object_never_visible_in_the_sampled_frames_is_said_so():
     doc = doc_for("MOC", 1)
     text = cv.doc_to_text(doc)
     assert "obj_1 does not appear in the sampled frames of view A\n" in text
-    assert "obj_2 appears in 4th frame of view B with bbox [306, 189, 343, 225]" in text
+    # position 3 is the 6th of the sampled positions 0, 0, 1, 2, 2, 3, 4, 5
+    assert "obj_2 appears in 6th frame of view B with bbox [306, 189, 343, 225]" in text
 
 
 def test_boxes_are_looked_up_by_sampled_position_with_a_small_budget(tmp_path):
@@ -577,8 +688,8 @@ def test_official_allocation_by_hand():
     assert cv.official_allocation([3.5, 4.0, 4.0], 10) == [3, 4, 3]  # a tie: the earlier group
     assert cv.official_allocation([0.1, 9.9], 4) == [0, 4]  # quotas .04, 3.96: no frame promised
     assert cv.official_allocation([0.0, 0.0], 4) == [0, 0]
-    # here a group left empty takes one frame from the largest (an empty label misleads the model)
-    assert cv.frame_budgets("PSS", 4, [0.1, 9.9]) == [1, 3]
+    # the official rule leaves the short group without a frame; the centre rule gives it one from the largest
+    assert cv.frame_budgets("PSS", 4, [0.1, 9.9]) == [0, 4]
     assert cv.frame_budgets("PSS", 4, [0.1, 9.9], "centre") == [1, 3]
     assert cv.frame_budgets("PI", 128, [3.0, 1.0]) == [96, 32]
     assert cv.frame_budgets("BU", 128, [1.0, 1.0, 1.0]) == [42, 42, 42]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from lmms_eval_plugins import compat, discovery, tasks_dir
-from lmms_eval_plugins.task_list import task_names
-from lmms_eval_plugins.testing.cli_run import OFFLINE_ENV
+from lmms_eval_plugins.tasks_command import task_names
+from lmms_eval_plugins.cli_run import OFFLINE_ENV
 
 pytestmark = pytest.mark.cli
 

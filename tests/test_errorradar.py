@@ -14,7 +14,7 @@ from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins import errorbars
 from lmms_eval_plugins.benchmark import get as get_benchmark
 from lmms_eval_plugins.metrics import f1_score, mean_std_by_key
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from testkit.task_utils import load_task_utils
 
 er = load_task_utils("errorradar")
 

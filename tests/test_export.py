@@ -25,15 +25,16 @@ import pytest
 
 from lmms_eval_plugins import export as ex
 from lmms_eval_plugins import tasks_dir
-from lmms_eval_plugins.task_list import task_names
-from lmms_eval_plugins.testing.cli_run import OFFLINE_ENV, run_lmms_eval
+from lmms_eval_plugins.tasks_command import task_names
+from lmms_eval_plugins.cli_run import OFFLINE_ENV, run_lmms_eval
 
 REPO = Path(__file__).resolve().parents[1]
 # The benchmark package is vendored module by module: errorradar's export holds no other benchmark's code.
 ER_MODULES = {"data", "errors", "media", "messages", "metrics", "outcome", "parsing", "parsing_letters",
-              "parsing_markup", "parsing_steps", "parsing_times", "tasking",
+              "parsing_markup", "parsing_steps", "parsing_times", "doc_fields",
               "benchmarks", "benchmarks.errorradar", "benchmarks.errorradar.tasks", "frame_cache",
-              "settings"}
+              "settings", "benchmark", "yaml_index", "task_hooks", "benchmarks.errorradar.spec",
+              "benchmarks.errorradar.scoring"}
 
 # Run in a subprocess: import hooks that make `lmms_eval_plugins` unimportable, as on a machine with
 # stock lmms-eval only. Entry points of our judge group are hidden too (no installed metadata there).

@@ -23,7 +23,7 @@ from lmms_eval_plugins.judges import semantic_match as SM
 from lmms_eval_plugins.judges.base import JudgeItem, ReplyParseError, Verdict
 
 from lmms_eval_plugins import parsing as P
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from testkit.task_utils import load_task_utils
 
 mm = load_task_utils("mmerror")
 er = load_task_utils("errorradar")

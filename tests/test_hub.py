@@ -24,7 +24,7 @@ import pytest
 
 from lmms_eval_plugins import data
 from lmms_eval_plugins.errors import DataError, MediaError
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from testkit.task_utils import load_task_utils
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hub_server import FakeHub, Fault
@@ -161,11 +161,12 @@ def test_errorradar_downloads_once_then_runs_offline_from_the_cache(hub, monkeyp
 def test_a_fresh_process_on_the_environment_alone_reuses_the_cache(hub, tmp_path):
     add_errorradar(hub)
     first = er_docs(ER_AUTO)
-    env = {**os.environ, **hub_environment(tmp_path, hub.endpoint), "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, **hub_environment(tmp_path, hub.endpoint), "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent), os.environ.get("PYTHONPATH")]))}
     hub.stop()
     script = textwrap.dedent("""
         import json
-        from lmms_eval_plugins.testing.task_utils import load_task_utils
+        from testkit.task_utils import load_task_utils
         er = load_task_utils("errorradar")
         docs = er.process_docs_step([{"benchmark": "errorradar", "source": "auto"}])
         print(json.dumps([[d["question_id"], d["image_path"]] for d in docs]))
@@ -544,7 +545,7 @@ def test_crossvid_offline_with_another_task_cached_names_the_fix(hub, monkeypatc
 
 @pytest.mark.cli
 def test_the_cli_runs_a_hub_task_then_reruns_it_offline(hub, tmp_path):
-    from lmms_eval_plugins.testing.cli_run import run_lmms_eval
+    from lmms_eval_plugins.cli_run import run_lmms_eval
 
     add_errorradar(hub)
     env = hub_environment(tmp_path, hub.endpoint)

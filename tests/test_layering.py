@@ -1,6 +1,6 @@
 """Layering: shipped code never depends on the test kit, and the layers share one core.
 
-Every module of the package outside ``testing/`` is parsed with ``ast`` (nothing is imported): the
+The test kit lives in ``tests/testkit/`` (imported as ``testkit``; not in the wheel). Every shipped module is parsed with ``ast`` (nothing is imported): the
 package itself, ``judges/`` (installed as ``lmms_eval_plugins.judges``) and the task folders'
 Python files (``task_yamls/``, installed as ``lmms_eval_plugins.task_yamls``). An import of the test
 kit anywhere in them (at the top or inside a function, absolute or relative), or a module path
@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-TEST_KIT = "lmms_eval_plugins.testing"
+TEST_KIT = "testkit"
+OLD_TEST_KIT = "lmms_eval_plugins.testing"  # where it lived before it left the wheel
 # source folder -> the package it installs as
 SHIPPED = {
     REPO / "lmms_eval_plugins": "lmms_eval_plugins",
@@ -37,14 +38,14 @@ def shipped_modules() -> list[tuple[Path, str]]:
     for folder, package in SHIPPED.items():
         for path in sorted(folder.rglob("*.py")):
             rel = path.relative_to(folder)
-            if "__pycache__" in rel.parts or (package == "lmms_eval_plugins" and rel.parts[0] == "testing"):
+            if "__pycache__" in rel.parts:
                 continue
             found.append((path, ".".join([package, *rel.parts[:-1]])))
     return found
 
 
 def _is_test_kit(name: str) -> bool:
-    return name == TEST_KIT or name.startswith(TEST_KIT + ".")
+    return any(name == kit or name.startswith(kit + ".") for kit in (TEST_KIT, OLD_TEST_KIT))
 
 
 def kit_references(path: Path, package: str) -> list[str]:
@@ -77,7 +78,8 @@ def test_every_shipped_folder_is_scanned():
     for expected in ("lmms_eval_plugins/check_model.py", "lmms_eval_plugins/demo.py", "lmms_eval_plugins/cli.py",
                      "lmms_eval_plugins/models/replay.py", "judges/filter.py"):
         assert expected in files
-    assert not {f for f in files if f.startswith("lmms_eval_plugins/testing/")}
+    assert not (REPO / "lmms_eval_plugins" / "testing").exists()  # the test kit is not shipped
+    assert (REPO / "tests" / "testkit" / "task_utils.py").is_file()
 
 
 @pytest.mark.parametrize("path, package", shipped_modules(), ids=lambda v: v.relative_to(REPO).as_posix() if isinstance(v, Path) else "")
@@ -95,10 +97,11 @@ def test_the_check_catches_every_form(tmp_path):
         "    from ..testing.cli_run import run_lmms_eval\n"
         "COMMANDS = {'x': ('lmms_eval_plugins.testing.tiny_qwen', 'help')}\n"
         "DOC = 'see lmms_eval_plugins.testing.tiny_qwen for details'\n"  # prose, not a module path
-        "from lmms_eval_plugins import testing_helpers\n",  # another module whose name starts alike
+        "from lmms_eval_plugins import testing_helpers\n"  # another module whose name starts alike
+        "import testkit.task_utils\n",
         encoding="utf-8")
     found = kit_references(path, "lmms_eval_plugins.judges")
-    assert [line.split(":")[0] for line in found] == ["line 1", "line 2", "line 3", "line 5", "line 6"]
+    assert [line.split(":")[0] for line in found] == ["line 1", "line 2", "line 3", "line 5", "line 6", "line 9"]
 
 
 # ------------------------------------------------------------------------------------------------ the shared core
@@ -140,7 +143,7 @@ def test_one_logged_samples_reader(tmp_path):
 def test_one_filtered_dict_for_every_filter_attachment():
     from lmms_eval_plugins.filtered import FilteredDict
     from lmms_eval_plugins.judges.filter import JudgedResponse
-    from lmms_eval_plugins.replay import GroupAttachment
+    from lmms_eval_plugins.benchmarks.causalstep.chain_filter import GroupAttachment
 
     for cls in (JudgedResponse, GroupAttachment):
         value = cls(text="é", n=1)

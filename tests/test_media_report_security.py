@@ -24,8 +24,8 @@ import pytest
 
 from lmms_eval_plugins.compat.private import split_outside_brackets, split_model_args
 from lmms_eval_plugins.safe_text import md_code, md_text, redact_model_args, redact_url
-from lmms_eval_plugins.testing.cli_run import run_lmms_eval
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from lmms_eval_plugins.cli_run import run_lmms_eval
+from testkit.task_utils import load_task_utils
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hub_server import Fault  # noqa: E402

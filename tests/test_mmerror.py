@@ -10,11 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from lmms_eval_plugins.benchmarks.mmerror.spec import EPD_TEMPLATE, ETC_TEMPLATE
 from lmms_eval_plugins.errors import DataError, MediaError
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from lmms_eval_plugins.task_hooks import RUN_COUNTS
+from testkit.task_utils import load_task_utils
 
 mm = load_task_utils("mmerror")
 A, B, C, D, E = (mm.LABELS[c] for c in "ABCDE")
+# The metrics a doc's process_results scores (the spec's list less the run-wide counts).
+ETC_METRICS = tuple(m.name for m in ETC_TEMPLATE if m.name not in RUN_COUNTS)
+EPD_METRICS = tuple(m.name for m in EPD_TEMPLATE if m.name not in RUN_COUNTS)
 
 
 # ------------------------------------------------------------------------------------------ prompts
@@ -112,7 +117,9 @@ def test_presence_parser(reply, letter):
     ("A_Visual_Perception_Error", "A"), ("B_Reasoning_Error", "B"), ("C_Question_Comprehension_Error", "C"),
     ("D_Knowledge_Deployment_Error", "D"), ("D_Knowledge_Application_Error", "D"), ("Knowledge Deficiency Error", "D"),
     ("visual perception error", "A"), ("E_NoError", "E"), ("No Error", "E"), ("C", "C"),
-    ("Spelling Error", None), ("Visual Reasoning Error", None), ("", None),
+    ("Spelling Error", None), ("", None),
+    # read as the official loader does (issue 30): the first class in its order, or an opening letter
+    ("Visual Reasoning Error", "A"), ("Reasoning about the question", "B"), ("b", "B"),
 ])
 def test_gold_labels_are_read_by_keyword(spelling, letter):
     assert mm.label_letter(spelling) == letter
@@ -127,7 +134,7 @@ def _doc(label, domain="M", qid="q", subdomain="s", stage=None):
 
 def run_etc(pairs):
     per_doc = [mm.process_results_etc(d, [r]) for d, r in pairs]
-    return {m: getattr(mm, f"agg_{m}")([x[m] for x in per_doc]) for m in mm.ETC_METRICS}
+    return {m: getattr(mm, f"agg_{m}")([x[m] for x in per_doc]) for m in ETC_METRICS}
 
 
 def run_epd(samples, order=None):
@@ -138,7 +145,7 @@ def run_epd(samples, order=None):
         per_doc.append(mm.process_results_epd(_doc(label, domain, f"q{i}", stage="type"), [second]))
     if order:
         per_doc = [per_doc[i] for i in order]
-    return {m: getattr(mm, f"agg_{m}")([x[m] for x in per_doc]) for m in mm.EPD_METRICS}
+    return {m: getattr(mm, f"agg_{m}")([x[m] for x in per_doc]) for m in EPD_METRICS}
 
 
 def test_etc_metrics_by_hand():
@@ -164,6 +171,32 @@ def test_etc_logged_item_carries_gold_pred_and_reason():
     item = mm.process_results_etc(_doc(B), ["no idea"])["accuracy"]
     assert item["gold"] == B and item["pred"] is None and item["correct"] is False and item["parse_error"]
     assert mm.process_results_etc(_doc(B), [])["accuracy"]["parse_error"] == "empty output"
+
+
+@pytest.mark.parametrize("template, process, doc", [
+    (ETC_TEMPLATE, mm.process_results_etc, _doc(B)),
+    (EPD_TEMPLATE, mm.process_results_epd, _doc(B, stage="presence")),
+    (EPD_TEMPLATE, mm.process_results_epd, _doc(E, stage="type")),
+])
+def test_process_results_fills_exactly_the_spec_metric_list(template, process, doc):
+    # the spec alone names the metrics: process_results adds none and leaves none out (the run-wide
+    # skipped counts appear only on a doc that carries a skipped stamp)
+    got = process(doc, ["B"])
+    assert set(got) == {m.name for m in template} - {"skipped", "skipped_by_reason"}
+
+
+def test_a_metric_of_both_tasks_has_one_aggregation():
+    # both YAMLs call the one hook utils.agg_<name>: an aggregation differing by task would be lost
+    epd = {m.name: m.aggregate for m in EPD_TEMPLATE}
+    shared = [m for m in ETC_TEMPLATE if m.name in epd]
+    assert len(shared) == len(ETC_TEMPLATE)
+    assert all(m.aggregate is epd[m.name] for m in shared), [m.name for m in shared if m.aggregate is not epd[m.name]]
+
+
+def test_etc_item_carries_the_headline_zero_or_one_under_the_score_key():
+    # the YAML's score_key (accuracy) and `score`: what lmms-eval's clustered error and --baseline read
+    right, wrong = (mm.process_results_etc(_doc(B), [r])["accuracy"] for r in ("B", "C"))
+    assert (right["accuracy"], right["score"], wrong["accuracy"], wrong["score"]) == (1.0, 1.0, 0.0, 0.0)
 
 
 EPD_SAMPLES = [  # label, domain, stage-1 reply, stage-2 reply
@@ -426,15 +459,27 @@ def test_epd_official_accuracies_replay_both_stages_with_the_official_parser():
     assert outcomes[3]["parse_error"].startswith("stage 1:") and outcomes[4]["parse_error"].startswith("stage 2:")
 
 
-def test_official_accuracy_is_nan_when_nothing_parsed():
-    # decision: correct / parsed is undefined with nothing parsed: NaN (the official report prints 0 there);
+def test_official_accuracy_is_0_when_nothing_parsed_as_the_official_report_prints():
+    # issue 30: the official report prints accuracy 0.0 when its parser read nothing (not NaN);
     # official_parse_fail says why, and official_strict_accuracy is 0
     m = run_etc([(_doc(A, qid="q0"), "The answer is A."), (_doc(B, qid="q1"), "[B]")])
-    assert math.isnan(m["official_accuracy"]) and m["official_strict_accuracy"] == 0.0 and m["official_parse_fail"] == 2
+    assert m["official_accuracy"] == 0.0 and m["official_strict_accuracy"] == 0.0 and m["official_parse_fail"] == 2
     assert m["accuracy"] == 100.0  # the robust parser reads both
-    assert math.isnan(mm.agg_official_accuracy([])) and mm.agg_official_strict_accuracy([]) == 0.0
+    assert mm.agg_official_accuracy([]) == 0.0 and mm.agg_official_strict_accuracy([]) == 0.0
     epd = run_epd([(A, "M", "**P**", "A")])
-    assert math.isnan(epd["official_accuracy"]) and epd["official_parse_fail"] == 1
+    assert epd["official_accuracy"] == 0.0 and epd["official_parse_fail"] == 1
+
+
+def test_etc_official_strict_accuracy_counts_the_unasked_no_error_records():
+    # the issue's case: three right answers plus one E_NoError record, which ETC never asks:
+    # official strict_accuracy 3/4 = 75.0, accuracy 3/3 = 100.0
+    docs = [{**_doc(label, qid=f"q{i}"), "official_not_asked": 1} for i, label in enumerate((A, B, C))]
+    m = run_etc([(d, d["label"][0]) for d in docs])
+    assert m["official_strict_accuracy"] == 75.0 and m["official_accuracy"] == 100.0 and m["accuracy"] == 100.0
+    # a run stored before the count was logged reads as none left out
+    old = [{k: v for k, v in mm.process_results_etc(d, [d["label"][0]])["official_strict_accuracy"].items()
+            if k != "official_not_asked"} for d in docs]
+    assert mm.agg_official_strict_accuracy(old) == 100.0
 
 
 def _spec_metric(task_yaml, name):
@@ -442,8 +487,8 @@ def _spec_metric(task_yaml, name):
     return next(m for m in BENCHMARK.metric_lists[task_yaml] if m.name == name)
 
 
-def test_official_accuracy_error_bar_is_a_bootstrap_that_drops_resamples_parsing_nothing():
-    from lmms_eval_plugins import errorbars, stats
+def test_official_accuracy_error_bar_is_a_bootstrap():
+    from lmms_eval_plugins import errorbars
     from lmms_eval_plugins.benchmarks.mmerror.spec import BENCHMARK
     metric = _spec_metric("_etc_template_yaml", "official_accuracy")
     assert metric.item_score == "" and errorbars.has_error_bar(metric)  # a ratio: never the mean-of-items formula
@@ -453,23 +498,21 @@ def test_official_accuracy_error_bar_is_a_bootstrap_that_drops_resamples_parsing
     items = [mm.process_results_etc(d, [r])["official_accuracy"] for d, r in replies]
     se = errorbars.metric_stderr(BENCHMARK, metric, mm.agg_official_accuracy, items, iterations=400)
     assert se == pytest.approx(100 * math.sqrt(0.25 / 40), rel=0.2)
-    # nothing parsed: no error bar (every resample is NaN and dropped), never a misleading 0
+    # nothing parsed: every resample is the official 0.0, so no spread
     unparsed = [mm.process_results_etc(_doc(A, qid=f"u{i}"), ["[A]"])["official_accuracy"] for i in range(20)]
-    assert errorbars.metric_stderr(BENCHMARK, metric, mm.agg_official_accuracy, unparsed, iterations=200) is None
-    # few parsed: resamples that parse nothing are left out, not counted as 0 (all parsed are right: 0 spread)
-    few = [mm.process_results_etc(_doc(A, qid="p0"), ["A"])["official_accuracy"]] + unparsed
-    assert stats.bootstrap_stderr(mm.agg_official_accuracy, few, iterations=200) in (None, 0.0)
+    assert errorbars.metric_stderr(BENCHMARK, metric, mm.agg_official_accuracy, unparsed, iterations=200) in (None, 0.0)
 
 
 def test_official_strict_accuracy_error_bar():
     from lmms_eval_plugins import errorbars
     from lmms_eval_plugins.benchmarks.mmerror.spec import BENCHMARK
     etc = _spec_metric("_etc_template_yaml", "official_strict_accuracy")
-    assert etc.item_score == "official_correct"  # ETC: a mean of per-question 0/1, the analytic error
+    # ETC: not a mean of items (the unasked E_NoError records join the denominator): a bootstrap
+    assert etc.item_score == "" and errorbars.has_error_bar(etc)
     items = [mm.process_results_etc(_doc(A, qid=f"q{i}"), ["A" if i % 4 == 0 else "[A]"])["official_strict_accuracy"]
              for i in range(40)]
-    assert errorbars.metric_stderr(BENCHMARK, etc, mm.agg_official_strict_accuracy, items) == pytest.approx(
-        100 * math.sqrt(0.25 * 0.75 / 39), rel=1e-6)
+    se = errorbars.metric_stderr(BENCHMARK, etc, mm.agg_official_strict_accuracy, items, iterations=400)
+    assert se == pytest.approx(100 * math.sqrt(0.25 * 0.75 / 40), rel=0.25)
     assert _spec_metric("_epd_template_yaml", "official_strict_accuracy").item_score == ""  # EPD: replayed, bootstrap
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from judge_server import TEST_API_KEY, JudgeServer
 
-from lmms_eval_plugins.task_list import task_names
-from lmms_eval_plugins.testing.cli_run import RunResult, run_lmms_eval
+from lmms_eval_plugins.tasks_command import task_names
+from lmms_eval_plugins.cli_run import RunResult, run_lmms_eval
 
 pytestmark = pytest.mark.cli
 

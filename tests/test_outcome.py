@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lmms_eval_plugins import outcome
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from testkit.task_utils import load_task_utils
 
 FAILED = "[LMMS_EVAL_REQUEST_FAILED after 5 retries] Connection error."
 
@@ -145,7 +145,7 @@ def test_mmerror_counts_unlabelled_and_missing_media_records_apart(tmp_path, mon
     import json
     import shutil
 
-    from lmms_eval_plugins.benchmarks.mmerror import tasks as mm
+    mm = load_task_utils("mmerror")
 
     base = {"question": "Q?", "correct_answer": "1", "error_reason": "Step 1: r.", "domain": "M", "subdomain": "s"}
     records = [{**base, "question_id": "MMErroR_00001", "label": "B_Reasoning_Error"},

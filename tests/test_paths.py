@@ -19,7 +19,7 @@ import pytest
 from lmms_eval_plugins.data import DataSource
 from lmms_eval_plugins.errors import DataError
 from lmms_eval_plugins.media import frame_files, sample_frame_folder
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from testkit.task_utils import load_task_utils
 from lmms_eval_plugins.synthetic import make_frame_folder
 
 er = load_task_utils("errorradar")

@@ -355,7 +355,7 @@ def test_outside_a_model_loop_the_hook_is_the_function():
 def test_the_hook_looks_like_the_function_to_lmms_eval():
     import inspect
 
-    from lmms_eval_plugins.benchmarks.causalstep import tasks
+    from lmms_eval_plugins.benchmarks.causalstep import prompts as tasks  # the plain hooks (tasks.py hands out their prefetched form)
 
     hook = prefetched(tasks.doc_to_messages)
     assert prefetched(hook) is hook
@@ -460,7 +460,7 @@ def test_a_progress_line_while_preparation_is_the_bottleneck(monkeypatch):
 
 def run_task(benchmark: str, prefetch_on: bool, monkeypatch) -> tuple[list[str], dict | None]:
     from lmms_eval_plugins.data import to_dataset
-    from lmms_eval_plugins.testing.task_utils import load_task_utils
+    from testkit.task_utils import load_task_utils
 
     module = load_task_utils(benchmark)
     if benchmark == "causalstep":

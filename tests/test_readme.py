@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_eval_plugins.task_list import task_names
+from lmms_eval_plugins.tasks_command import task_names
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")

@@ -6,7 +6,11 @@ import json
 
 import pytest
 
-from lmms_eval_plugins.replay import GroupAttachment, GroupReplayFilter, unpack_filtered
+from lmms_eval_plugins.benchmarks.causalstep.chain_filter import (
+    GroupAttachment,
+    GroupReplayFilter,
+    unpack_filtered,
+)
 
 
 def count_yes(docs, responses):

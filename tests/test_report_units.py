@@ -14,7 +14,7 @@ import pytest
 
 from lmms_eval_plugins import report, runs
 from lmms_eval_plugins.report import formatting
-from lmms_eval_plugins.testing.report_fixtures import html_table_rows
+from testkit.report_fixtures import html_table_rows
 
 REPO = Path(__file__).resolve().parents[1]
 STORED = REPO / "tests" / "data" / "report_runs"

@@ -26,7 +26,7 @@ import pytest
 
 from lmms_eval_plugins import scaffold, yaml_sync
 from lmms_eval_plugins.benchmark import Benchmark, registry
-from lmms_eval_plugins.testing.cli_run import OFFLINE_ENV, RunResult, run_lmms_eval
+from lmms_eval_plugins.cli_run import OFFLINE_ENV, RunResult, run_lmms_eval
 
 OURS = ("errorradar", "mmerror", "crossvid", "causalstep", "virectify")
 NAME = "scaffold_demo"
@@ -73,7 +73,7 @@ def test_installed_benchmark_names_are_refused(name, tmp_path, capsys):
 
 
 def test_a_name_that_would_own_an_installed_benchmarks_tasks_is_refused(tmp_path, capsys):
-    from lmms_eval_plugins.task_list import task_names
+    from lmms_eval_plugins.tasks_command import task_names
 
     spec = registry()["errorradar"]
     task = next(t for t in sorted(task_names(spec.tasks_dir)) if t.count("_") >= 2)  # errorradar_step_sample...
@@ -122,7 +122,7 @@ def test_the_package_layout(generated):
     pkg, tasks = f"{NAME}_bench", f"{NAME}_bench/task_yamls/{NAME}"
     assert files == {
         "pyproject.toml", "README.md", ".gitignore", f"tests/test_{NAME}.py",
-        f"{pkg}/__init__.py", f"{pkg}/spec.py", f"{pkg}/tasks.py",
+        f"{pkg}/__init__.py", f"{pkg}/spec.py", f"{pkg}/scoring.py", f"{pkg}/tasks.py",
         f"{tasks}/_{NAME}_template_yaml", f"{tasks}/{NAME}_sample.yaml", f"{tasks}/{NAME}.yaml", f"{tasks}/utils.py",
         f"{tasks}/README.md", f"{tasks}/sources/sample.json", f"{tasks}/sources/auto.json",
         f"{tasks}/sample_data/records.jsonl",
@@ -145,7 +145,7 @@ def test_pyproject_registers_the_benchmark_and_ships_the_task_folder(generated):
 
 def test_generated_python_compiles(generated):
     sources = sorted(generated.rglob("*.py"))
-    assert len(sources) == 5
+    assert len(sources) == 6
     for path in sources:
         compile(path.read_text(encoding="utf-8"), str(path), "exec")
 
@@ -162,12 +162,21 @@ def test_the_spec_and_its_yaml_agree(generated_spec):
 
 def test_sample_docs_carry_oracle_and_chance_replies(generated_spec):
     tasks = importlib.import_module(f"{NAME}_bench.tasks")
-    generated_spec.hooks()  # the adapter points the task code at the bundled sample, as lmms-eval's !function does
-    docs = list(tasks.process_docs([{"benchmark": NAME, "source": "sample"}]))
+    utils = generated_spec.hooks()  # what lmms-eval's !function reads: process_docs bound to the bundled sample
+    docs = list(utils.process_docs([{"benchmark": NAME, "source": "sample"}]))
     assert len(docs) == 4 and all(d["oracle_response"] in d["chance_responses"] for d in docs)
     assert [tasks.score(d, d["oracle_response"])["correct"] for d in docs] == [True] * 4
     assert tasks.doc_to_visual(docs[0]) == []
     assert tasks.doc_to_messages(docs[0]) == [{"role": "user", "content": [{"type": "text", "text": tasks.doc_to_text(docs[0])}]}]
+
+
+def test_the_generated_utils_is_the_standard_adapter_and_the_metric_is_named_only_in_the_spec(generated):
+    from lmms_eval_plugins.task_hooks import utils_source
+
+    assert (generated / f"{NAME}_bench/task_yamls/{NAME}/utils.py").read_text() == utils_source(NAME, f"{NAME}_bench")
+    for name in ("tasks.py", "scoring.py"):  # no metric name outside the spec (and the generated YAML)
+        text = (generated / f"{NAME}_bench" / name).read_text()
+        assert not re.search(r"[\"'](accuracy|parse_fail)[\"']|agg_", text), name
 
 
 def test_the_generated_unit_tests_pass(generated):

@@ -26,7 +26,7 @@ from lmms_eval_plugins.models.replay import (
     reply_text,
 )
 from lmms_eval_plugins.outcome import REQUEST_FAILED
-from lmms_eval_plugins.testing.cli_run import OFFLINE_ENV, run_lmms_eval
+from lmms_eval_plugins.cli_run import OFFLINE_ENV, run_lmms_eval
 
 STEM = "20250101_000000"
 NULL_HASH = lmms_doc_hash(None)  # what lmms-eval 0.7.3 logs for every sample (its requests carry no doc)

@@ -34,8 +34,8 @@ import yaml
 from PIL import Image
 
 from lmms_eval_plugins import tasks_dir
-from lmms_eval_plugins.testing.cli_run import run_lmms_eval
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from lmms_eval_plugins.cli_run import run_lmms_eval
+from testkit.task_utils import load_task_utils
 from lmms_eval_plugins.synthetic import _cell_bounds, decode_frame_index
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # judge_server.py

@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from lmms_eval_plugins.testing.cli_run import OFFLINE_ENV
+from lmms_eval_plugins.cli_run import OFFLINE_ENV
 
 RUNS = Path(__file__).parent / "data" / "report_runs"
 STEM = "20261122_143442"
@@ -256,7 +256,7 @@ def _mmerror_record(question_id: str) -> dict[str, str]:
      "File name too long"),  # the image name is the question_id
 ])
 def test_a_hostile_data_file_stops_lmms_eval_with_a_named_error(tmp_path, record_text, named, where, crash):
-    from lmms_eval_plugins.testing.cli_run import run_lmms_eval
+    from lmms_eval_plugins.cli_run import run_lmms_eval
 
     root = tmp_path / "data" / "mmerror" / "data"
     (root / "jsons").mkdir(parents=True)

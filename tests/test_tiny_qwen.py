@@ -1,7 +1,7 @@
 """The tiny Qwen2.5-VL builder, end to end: build, offline load, and lmms-eval's real chat class.
 
 One build per session (the ``tiny_qwen_dir`` fixture in conftest.py); one lmms-eval model per module.
-The lmms-eval tests also pin the frame/video facts documented in ``lmms_eval_plugins.testing.tiny_qwen``.
+The lmms-eval tests also pin the frame/video facts documented in ``lmms_eval_plugins.tiny_qwen``.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ pytest.importorskip("lmms_eval")
 
 from PIL import Image
 
-from lmms_eval_plugins.testing import tiny_qwen
-from lmms_eval_plugins.testing.tiny_qwen import (
+from lmms_eval_plugins import tiny_qwen
+from lmms_eval_plugins.tiny_qwen import (
     BUILDER_VERSION,
     MARKER_NAME,
     build_tiny_qwen2_5_vl,

@@ -15,12 +15,17 @@ from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.judges import JudgeOutcome
 from lmms_eval_plugins import media
 from lmms_eval_plugins.benchmarks.virectify.sample_data import make_virectify
-from lmms_eval_plugins.testing.task_utils import load_task_utils
+from lmms_eval_plugins.benchmarks.virectify.spec import REFLECT_TEMPLATE, TEMPLATE
+from lmms_eval_plugins.task_hooks import RUN_COUNTS
+from testkit.task_utils import load_task_utils
 
 vr = load_task_utils("virectify")
 SAMPLE_ROW = {"benchmark": "virectify", "source": "sample", "num_frames": 32, "max_long_side": 448,
               "visual_mode": "interleaved"}
 REFLECT_ROW = {**SAMPLE_ROW, "hints": ["error_identify", "rationale"]}
+# The metrics each task's items are scored under (the run-wide counts are the core's).
+METRICS = tuple(m.name for m in TEMPLATE if m.name not in RUN_COUNTS)
+REFLECT_METRICS = tuple(m.name for m in REFLECT_TEMPLATE if m.name not in RUN_COUNTS)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +62,7 @@ def response(identify="{'step1': ['1', ''], 'step2': ['0', 'x'], 'step3': ['0', 
     return " ".join(parts)
 
 
-def run(pairs, metrics=vr.METRICS):
+def run(pairs, metrics=METRICS):
     """(doc, response text, judge outcome) triples -> {metric: aggregated value} through the task's hooks."""
     per_doc = [vr.process_results(d, [{"text": text, "judge": outcome}]) for d, text, outcome in pairs]
     return {m: getattr(vr, f"agg_{m}")([x[m] for x in per_doc]) for m in metrics}
@@ -90,9 +95,23 @@ def test_edge_set_definition():
     # each source s listed under key t is the edge (s, t); self-loops count; repeats count once
     assert vr.graph_edges({"step2": ["step2"], "step3": ["step2", "Step 2", 2], "step4": []}) == {(2, 2), (2, 3)}
     assert vr.graph_edges({"step1": "step3, step2", "x": ["step1"]}) == {(3, 1), (2, 1)}
-    assert vr.graph_jaccard(set(), set()) == 1.0  # two empty graphs are identical
-    assert vr.graph_jaccard(set(), {(1, 1)}) == 0.0
-    assert vr.graph_jaccard(None, set()) == 0.0  # unreadable graph: 0 even against an empty gold
+    assert vr.edge_jaccard(set(), set()) == 1.0  # two empty graphs are identical
+    assert vr.edge_jaccard(set(), {(1, 1)}) == 0.0
+    assert vr.edge_jaccard(None, set()) == 0.0  # unreadable graph: 0 even against an empty gold
+
+
+def test_gold_annotation_reaches_scoring_as_written(sample_docs):
+    # a doc carries the gold as JSON text (datasets columns); the typed record read back is the loader's
+    record = {"labels": {2: "0", 1: "1"}, "edges": {(2, 3), (2, 2)}, "intervals": [(12.0, 20.0), (30.5, 35.0)]}
+    columns = vr.gold_columns(record)
+    assert columns == {"gold_labels": '{"1": "1", "2": "0"}', "gold_edges": "[[2, 2], [2, 3]]",
+                       "gold_timestamps": "[[12.0, 20.0], [30.5, 35.0]]"}
+    assert vr.gold_of(columns) == ({1: "1", 2: "0"}, {(2, 2), (2, 3)}, [(12.0, 20.0), (30.5, 35.0)])
+    records = {r["id"]: r for r in vr.load_records(vr.resolve_source("virectify", "sample", sample_dir=vr.SAMPLE_DIR,
+                                                                     hub_repo=None, local_layout=""))}
+    for d in sample_docs:
+        r = records[d["id"]]
+        assert vr.gold_of(d) == (r["labels"], r["edges"], [tuple(iv) for iv in r["intervals"]])
 
 
 def test_overlapping_predicted_intervals_by_hand():
@@ -165,6 +184,23 @@ def test_a_judge_error_makes_acc_r_unscored_and_never_raises(monkeypatch):
 def test_unjudged_response_is_a_judge_error_not_a_zero():
     out = vr.process_results(doc(), [response()])  # a plain string: the filter did not run
     assert out["acc_r"]["judge"]["error"] and out["acc_i"]["acc_i"] == 1.0
+
+
+def test_what_was_parsed_is_logged_once_under_format_rate():
+    out = vr.process_results(doc(), [{"text": response(stamps=None), "judge": verdict()}])
+    assert [m for m, item in out.items() if "parsed" in item] == ["format_rate"]
+    assert out["format_rate"]["parsed"]["timestamps"] is None and out["format_rate"]["parsed"]["answer"] == "B"
+    assert out["acc_i"]["missing"] == out["format_rate"]["missing"] == {"timestamps": "no <timestamps> tag"}
+
+
+def test_metrics_live_in_the_spec_alone():
+    # every metric brings its aggregation (the run-wide counts are the core's), and utils.py is the generated one
+    from lmms_eval_plugins.benchmarks.virectify import tasks
+    from lmms_eval_plugins.task_hooks import utils_source
+
+    assert all(m.aggregate is not None or m.name in RUN_COUNTS for m in (*TEMPLATE, *REFLECT_TEMPLATE))
+    assert (vr.SAMPLE_DIR.parent / "utils.py").read_text() == utils_source("virectify", "lmms_eval_plugins.benchmarks.virectify")
+    assert not any(name.startswith("agg_") or name in METRICS for name in vars(tasks))
 
 
 # ------------------------------------------------------------------------------------------------ parsing
@@ -453,7 +489,7 @@ def test_reflection_scoring_by_hand():
              "so \\boxed{B}", "<answer>\\boxed{C}</answer>"]
     outcomes = [verdict(1.0), verdict(None, skipped=True), verdict(1.0), verdict(0.0)]
     per_doc = [vr.process_results_reflect(d, [{"text": t, "judge": o}]) for d, t, o in zip(docs, texts, outcomes)]
-    m = {k: getattr(vr, f"agg_{k}")([x[k] for x in per_doc]) for k in vr.REFLECT_METRICS}
+    m = {k: getattr(vr, f"agg_{k}")([x[k] for x in per_doc]) for k in REFLECT_METRICS}
     assert m == {"acc_r": 50.0, "acc_r_error_identify": 50.0, "acc_r_rationale": 50.0, "acc_r_judge_errors": 0,
                  "answer_parse_fail": 1}
     assert per_doc[1]["acc_r"]["missing"] == {"answer": "no \\boxed{} answer"}

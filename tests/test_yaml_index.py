@@ -50,7 +50,7 @@ def test_a_sample_task_has_sample_as_a_name_token_after_the_benchmark(name, samp
 def test_every_indexer_sees_the_same_tasks():
     from lmms_eval_plugins import check_model, doctor, scaffold
     from lmms_eval_plugins.benchmark import ordered_benchmarks
-    from lmms_eval_plugins.task_list import task_names
+    from lmms_eval_plugins.tasks_command import task_names
 
     names = task_names()
     assert {n: e.kind for n, e in check_model.task_index().items()} == names
@@ -61,7 +61,7 @@ def test_every_indexer_sees_the_same_tasks():
 
 
 def test_the_demo_default_covers_every_sample_task_restart_variants_included():
-    from lmms_eval_plugins.task_list import sample_tasks, task_names
+    from lmms_eval_plugins.tasks_command import sample_tasks, task_names
 
     names = task_names()
     chosen = sample_tasks(names)

@@ -140,9 +140,9 @@ def install_evaluate_hook() -> bool:
     def simple_evaluate(*args, **kwargs):
         from lmms_eval_plugins import run_status
         from lmms_eval_plugins.judges.accounting import lmms_eval_output_path
-        from lmms_eval_plugins.judges.runtime import set_judging_deferred
+        from lmms_eval_plugins.judges.session import begin_run
 
-        set_judging_deferred(bool(kwargs.get("predict_only")))
+        begin_run(deferred=bool(kwargs.get("predict_only")))  # this run's judging state
         output_path = lmms_eval_output_path(sys.argv)
         try:
             result = original(*args, **kwargs)
@@ -175,7 +175,7 @@ def install_results_hook() -> bool:
     @functools.wraps(original)
     def save_results_aggregated(self, results=None, samples=None, datetime_str=None, *args, **kwargs):
         from lmms_eval_plugins import provenance
-        from lmms_eval_plugins.judges.runtime import accounting_reports
+        from lmms_eval_plugins.judges.session import accounting_reports
 
         if isinstance(results, dict):
             results[provenance.RESULTS_KEY] = provenance.software_versions()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from lmms_eval.api.instance import Instance
 
 from lmms_eval_plugins.models._base import DocAnsweringModel
-from lmms_eval_plugins.tasking import ORACLE_FIELD
+from lmms_eval_plugins.doc_fields import ORACLE_FIELD
 
 
 class Oracle(DocAnsweringModel):

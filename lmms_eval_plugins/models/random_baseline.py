@@ -13,7 +13,7 @@ import random
 from lmms_eval.api.instance import Instance
 
 from lmms_eval_plugins.models._base import DocAnsweringModel
-from lmms_eval_plugins.tasking import CHANCE_FIELD
+from lmms_eval_plugins.doc_fields import CHANCE_FIELD
 
 
 def chance_pick(options: list[str], *, seed: int, task: str, doc_id: int) -> str:

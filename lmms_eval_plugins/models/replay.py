@@ -11,6 +11,12 @@ its reasoning-tag stripping) and ``filtered_resps`` (after), drops ``resps`` whe
 unwraps lists of one and writes every element with ``str()`` (so our judge's and replay filter's dict
 attachments arrive as JSON text). :func:`reply_text` undoes that.
 
+In strict mode (``LMMS_EVAL_PLUGINS_STRICT=1``, what ``score --strict`` sets) the reply is a
+:class:`RawReply`: lmms-eval strips every reply's surrounding whitespace before ``process_results``
+(``ConfigurableTask.process_results``, and its reasoning-tag stripping), which the official scorers
+do not; a RawReply survives those ``strip()`` calls, so exact-string checks see the reply as logged.
+(Reasoning blocks are still removed as the run's ``--reasoning_tags`` says.)
+
 Every request is checked against what was logged for its document, so replies are never given to
 other questions: the prompt (``input``) and, when lmms-eval attaches the doc to the request, the
 ``doc_hash`` (lmms-eval 0.7.3 never does: its ``doc_hash`` is the hash of ``null`` for every sample).
@@ -32,6 +38,7 @@ from lmms_eval_plugins.errors import DataError, PluginError
 from lmms_eval_plugins.logged_samples import DuplicateDocError, read_samples
 from lmms_eval_plugins.models._base import DocAnsweringModel
 from lmms_eval_plugins.runs import samples_path
+from lmms_eval_plugins.doc_fields import strict_requested
 
 #: starts every ReplayError message; ``lmms-eval-plugins score`` finds it in lmms-eval's output
 REPLAY_ERROR_MARK = "lmms-eval-plugins replay:"
@@ -43,6 +50,13 @@ class ReplayError(PluginError):
     def __init__(self, message: str) -> None:
         self.detail = message
         super().__init__(f"{REPLAY_ERROR_MARK} {message}")
+
+
+class RawReply(str):
+    """A reply whose ``strip()`` keeps it as it is (module docstring: strict mode)."""
+
+    def strip(self, chars: str | None = None) -> RawReply:
+        return self
 
 
 def load_samples(results_path: Path, task: str) -> dict[int, dict[str, Any]]:
@@ -152,7 +166,7 @@ class Replay(DocAnsweringModel):
         text = reply_text(values[request.idx]) if values is not None and request.idx < len(values) else None
         if text is None:
             raise ReplayError(f"{where}: no reply stored for request {request.idx} of this document; re-run the model")
-        return text
+        return RawReply(text) if strict_requested() else text
 
     @staticmethod
     def check_same_document(request: Instance, sample: dict[str, Any], where: str) -> None:

@@ -11,7 +11,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ (judge_server.py)
 
 from judge_server import TEST_API_KEY, JudgeServer
-from lmms_eval_plugins.judges.runtime import RuntimeSettings, reset_runtimes
+from lmms_eval_plugins.judges.runtime import RuntimeSettings
+from lmms_eval_plugins.judges.session import reset_runtimes
 
 API_KEY = TEST_API_KEY
 

@@ -8,7 +8,7 @@ import pytest
 from judged_task import write_judged_task
 from judge_server import TEST_API_KEY
 
-from lmms_eval_plugins.testing.cli_run import run_lmms_eval
+from lmms_eval_plugins.cli_run import run_lmms_eval
 
 pytestmark = pytest.mark.cli
 

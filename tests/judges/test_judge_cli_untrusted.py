@@ -27,7 +27,7 @@ from lmms_eval_plugins.judges.endpoint import Endpoint
 from lmms_eval_plugins.judges.redaction import encoded_forms
 from lmms_eval_plugins.judges.runtime import JudgeRuntime, RuntimeSettings
 
-from lmms_eval_plugins.testing.cli_run import run_lmms_eval
+from lmms_eval_plugins.cli_run import run_lmms_eval
 
 pytestmark = pytest.mark.cli
 

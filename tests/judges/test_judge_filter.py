@@ -95,7 +95,7 @@ def test_bad_judge_configuration_is_reported_and_judges_nothing(endpoint_env, mo
 
 
 def test_predict_only_runs_make_no_judge_calls(endpoint_env):
-    from lmms_eval_plugins.judges.runtime import set_judging_deferred
+    from lmms_eval_plugins.judges.session import set_judging_deferred
 
     set_judging_deferred(True)
     try:

@@ -1,33 +1,52 @@
-"""The CausalStep benchmark as the core sees it (registered in pyproject.toml, group lmms_eval_plugins.benchmarks)."""
+"""The CausalStep benchmark as the core sees it (registered in pyproject.toml, group lmms_eval_plugins.benchmarks).
+
+Every metric is an aggregation of the per-request items (scoring.py). Each video's replayed chain is
+logged once, on the ``videos`` item of its first request; every other metric's item is the request's
+own fields (``scoring.request_item``).
+"""
 
 from __future__ import annotations
 
-from lmms_eval_plugins import tasks_dir
-from lmms_eval_plugins.benchmark import Benchmark, Metric
+from typing import Any
 
+from lmms_eval_plugins.benchmark import Benchmark, Metric, task_folder
+from lmms_eval_plugins.benchmarks.causalstep import scoring as s
+
+_RUN_COUNTS = (Metric("skipped", False, unit="count"), Metric("unscored", False, unit="count"),
+               Metric("skipped_by_reason", False, unit="dict"))
+
+
+def _metric(name: str, higher_is_better: bool, aggregate: s.Aggregation, *, logs_chain: bool = False,
+            **kw: Any) -> Metric:
+    return Metric(name, higher_is_better, aggregate=aggregate, per_item=None if logs_chain else s.request_item, **kw)
+
+
+# "number": a plain number on its own scale (questions, restarts per video, points), not a percentage.
+CHAIN_METRICS = (
+    _metric("csr", True, s.chain_success_rate, paper_name="CSR"),
+    _metric("amcl", True, s.average_max_chain_length, paper_name="AMCL", unit="number"),
+    _metric("mcl", True, s.max_chain_length, paper_name="MCL", unit="number"),
+    _metric("rf", False, s.restart_frequency, paper_name="RF", unit="number"),
+    _metric("ws", True, s.weighted_score, paper_name="WS", unit="number"),
+    _metric("ws_max", True, s.perfect_weighted_score, paper_name="WS max", unit="number"),
+    _metric("dua", True, s.descriptive_accuracy, paper_name="DUA"),
+    _metric("icra", True, s.isolated_causal_accuracy, paper_name="ICRA"),
+)
+VIDEOS = _metric("videos", True, s.complete_videos, unit="count", logs_chain=True)
 TEMPLATE = (
-    Metric("csr", True, paper_name="CSR"),
-    Metric("amcl", True, paper_name="AMCL"),
-    Metric("mcl", True, paper_name="MCL"),
-    Metric("rf", False, paper_name="RF"),
-    Metric("ws", True, paper_name="WS"),
-    Metric("ws_max", True, paper_name="WS max"),
-    Metric("dua", True, paper_name="DUA"),
-    Metric("icra", True, paper_name="ICRA"),
-    Metric("parse_fail", False, unit="count"),
-    Metric("by_category", True, unit="dict"),
-    Metric("videos", True, unit="count"),
-    Metric("incomplete_videos", False, unit="count"),
-    Metric("skipped", False, unit="count"),
-    Metric("unscored", False, unit="count"),
-    Metric("skipped_by_reason", False, unit="dict"),
+    *CHAIN_METRICS,
+    _metric("parse_fail", False, s.parse_failures, unit="count"),
+    _metric("by_category", True, s.per_category({m.name: m.aggregate for m in (*CHAIN_METRICS, VIDEOS)}), unit="dict"),
+    VIDEOS,
+    _metric("incomplete_videos", False, s.count_incomplete_videos, unit="count"),
+    *_RUN_COUNTS,
 )
 
 BENCHMARK = Benchmark(
     name="causalstep",
     title="CausalStep",
     description="Stepwise causal reasoning in video: chains of segment questions replayed by the paper's Algorithm 1",
-    tasks_dir=tasks_dir() / "causalstep",
+    tasks_dir=task_folder("causalstep"),
     metric_lists={
         "_template_yaml": TEMPLATE,
     },
@@ -37,6 +56,6 @@ BENCHMARK = Benchmark(
     judge="",
     report_section="lmms_eval_plugins.benchmarks.causalstep.report:section_causalstep",
     sample_data="lmms_eval_plugins.benchmarks.causalstep.sample_data:make_causalstep",
-    readme=tasks_dir() / "causalstep" / "README.md",
+    readme=task_folder("causalstep") / "README.md",
     order=40,
 )

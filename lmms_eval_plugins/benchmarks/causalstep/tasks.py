@@ -11,10 +11,11 @@ each video into independent requests (one doc each):
 - ``causal_after_causal``  the same, with the causal question of S(i-1) and its answer   (i >= 3)
 - ``causal_isolated``      the causal question of S(i), shown S(i) only, no history      (i >= 2)
 
-The chain is replayed at scoring time (``lmms_eval_plugins.replay``): the filter attaches each
-video's replayed chain to its first doc (the descriptive question of S1) for the logs, and the
-aggregation replays the same chains from the per-request items to compute the metrics. See the
-task README for the prompt, the restart rules and the metric definitions.
+The chain is replayed at scoring time (protocol.py, Algorithm 1): the filter (chain_filter.py)
+attaches each video's replayed chain to its first doc (the descriptive question of S1) for the logs,
+and the aggregations (scoring.py, named by spec.py) replay the same chains from the per-request items
+to compute the metrics. Prompts: prompts.py. See the task README for the prompt, the restart rules
+and the metric definitions.
 """
 
 from __future__ import annotations
@@ -26,76 +27,55 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lmms_eval_plugins.benchmarks.causalstep import prompts, spec
+from lmms_eval_plugins.benchmarks.causalstep.chain_filter import (
+    GroupReplayFilter,
+    unpack_filtered,
+)
+from lmms_eval_plugins.benchmarks.causalstep.prompts import LETTERS
+from lmms_eval_plugins.benchmarks.causalstep.protocol import (
+    CAUSAL_AFTER_CAUSAL,
+    CAUSAL_AFTER_DESC,
+    DESC,
+    ID_FIELD,
+    ISOLATED,
+    RESTART_RULES,
+    request_id,
+)
+from lmms_eval_plugins.benchmarks.causalstep.scoring import (
+    CHAIN_FIELD,
+    CHAIN_ON_FIELD,
+    video_chain,
+)
 from lmms_eval_plugins.data import (
     DataSource,
     keep_records_with_media,
-    stamp_skipped,
     read_json,
     require_fields,
     require_file,
     resolve_source,
     safe_path,
     source_spec,
+    stamp_skipped,
     to_dataset,
 )
 from lmms_eval_plugins.errors import DataError
-from lmms_eval_plugins.media import (
-    intervals_past_end,
-    sample_video,
-    seconds_to_frame_range,
-    uniform_indices,
-    video_info,
-)
-from lmms_eval_plugins.messages import FrameGroup, interleaved_messages
-from lmms_eval_plugins.metrics import accuracy
-from lmms_eval_plugins.outcome import agg_skipped, agg_skipped_by_reason, count_unscored, guard_aggregations, with_unscored  # noqa: F401 (agg_skipped*: hooks of the task YAMLs)
+from lmms_eval_plugins.media import intervals_past_end, video_info
 from lmms_eval_plugins.parsing import parse_option_letter
-from lmms_eval_plugins.replay import (
-    CAUSAL_AFTER_CAUSAL,
-    CAUSAL_AFTER_DESC,
-    DESC,
-    RESTART_RULES,
-    GroupReplayFilter,
-    replay_chain,
-    unpack_filtered,
-)
-from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD
+from lmms_eval_plugins.prefetch import prefetched
+from lmms_eval_plugins.task_hooks import item_values
+from lmms_eval_plugins.doc_fields import CHANCE_FIELD, ORACLE_FIELD
 
 BENCHMARK = "causalstep"
 JSON_NAME = "causalstep.json"
-# The bundled sample data: set by the task folder's utils.py to the folder beside the YAMLs lmms-eval
-# loaded (an installed or an exported task folder alike).
-SAMPLE_DIR: Path | None = None
 LOCAL_LAYOUT = (
     f"causalstep/{JSON_NAME} (a JSON list, one record per video: video_id, video, category, segments; each "
     "segment has start/end in seconds, a 'desc' question and, from the second segment on, a 'causal' question, "
     "each {question, options (8 strings), answer (0-based index)}; see the causalstep task README) plus the "
     "videos under causalstep/videos/ (the 'video' paths are relative to causalstep/)"
 )
-ISOLATED = "causal_isolated"
-LETTERS = "ABCDEFGH"
 DEFAULT_FRAMES_PER_SEGMENT = 8
 DEFAULT_MAX_LONG_SIDE = 448
-ID_FIELD = "request_id"
-
-# ----------------------------------------------------------------------------------------------- prompt
-# The paper's Appendix E (prompts) is not in the text we have; the wording below reuses the paper's
-# own terms for the question types ("descriptive understanding question", "observable content",
-# "explicit stepwise causal reasoning question", "the causal relationship between the current
-# segment (S_i) and its direct preceding segment (S_i-1)", "the history of its previously correct
-# answer") and lmms-eval's usual multiple-choice instruction.
-
-INTRO = ("You are watching a video that is divided into causally linked segments. The segments are shown step by "
-         "step, without access to future segments.")
-DESC_TASK = "Answer this descriptive understanding question about the observable content of Segment {i}."
-HISTORY = ("Your previous question in this reasoning chain, about Segment {p}, and its correct answer:\n"
-           "Previous question: {question}\nPrevious answer: {answer}")
-CAUSAL_TASK = ("Answer this explicit stepwise causal reasoning question about the causal relationship between the "
-               "current segment (Segment {i}) and its direct preceding segment (Segment {p}).")
-ISOLATED_TASK = ("Answer this causal reasoning question about the current segment (Segment {i}). Only the current "
-                 "segment is shown: no earlier segment and no earlier answer.")
-ANSWER_INSTRUCTION = "Answer with the option's letter from the given choices directly."
-
 
 # ----------------------------------------------------------------------------------------------- records
 
@@ -222,10 +202,6 @@ def shuffled(video_id: str, segment: int, qtype: str, block: Mapping[str, Any]) 
     return [options[k] for k in order], LETTERS[order.index(block["answer"])]
 
 
-def request_id(video_id: str, segment: int, kind: str) -> str:
-    return f"{video_id}/S{segment}/{kind}"
-
-
 def build_requests(record: Mapping[str, Any], *, restart: str = "next", frames: int = DEFAULT_FRAMES_PER_SEGMENT,
                    max_long_side: int = DEFAULT_MAX_LONG_SIDE) -> list[dict[str, Any]]:
     """One doc per input the protocol can ask for this video, segment by segment (S1's desc first)."""
@@ -260,85 +236,33 @@ def build_requests(record: Mapping[str, Any], *, restart: str = "next", frames: 
     return docs
 
 
-def _options(spec: Mapping[str, Any]) -> tuple[str, int, int]:
-    restart = str(spec.get("restart") or "next")
+def _options(source_of: Mapping[str, Any]) -> tuple[str, int, int]:
+    restart = str(source_of.get("restart") or "next")
     if restart not in RESTART_RULES:
         raise DataError(f"unknown restart rule {restart!r} in the causalstep source file",
                         fix=f"use one of {', '.join(RESTART_RULES)}")
-    frames = int(spec.get("frames_per_segment") or DEFAULT_FRAMES_PER_SEGMENT)
+    frames = int(source_of.get("frames_per_segment") or DEFAULT_FRAMES_PER_SEGMENT)
     if frames < 1:
         raise DataError(f"frames_per_segment must be >= 1, got {frames}", fix="set a positive frame count")
-    max_long_side = spec.get("max_long_side", DEFAULT_MAX_LONG_SIDE)
+    max_long_side = source_of.get("max_long_side", DEFAULT_MAX_LONG_SIDE)
     return restart, frames, int(max_long_side or 0)  # 0: no resizing
 
 
-def process_docs(dataset: Any):
-    spec = source_spec(dataset)
-    restart, frames, max_long_side = _options(spec)
-    source = resolve_source(BENCHMARK, spec.get("source", "auto"), sample_dir=SAMPLE_DIR, hub_repo=None,
+def process_docs(dataset: Any, sample_dir: Path | None = None):
+    """``sample_dir``: the bundled sample data beside the YAMLs lmms-eval loaded (task_hooks binds it)."""
+    source_of = source_spec(dataset)
+    restart, frames, max_long_side = _options(source_of)
+    source = resolve_source(BENCHMARK, source_of.get("source", "auto"), sample_dir=sample_dir, hub_repo=None,
                             local_layout=LOCAL_LAYOUT)
     records = load_records(source)
     docs = [d for r in records for d in build_requests(r, restart=restart, frames=frames, max_long_side=max_long_side)]
     return to_dataset(stamp_skipped(docs, records))
 
 
-# ----------------------------------------------------------------------------------------------- prompts
-
-def shown_segments(doc: Mapping[str, Any]) -> list[tuple[int, float, float]]:
-    return [(int(i), float(s), float(e)) for i, s, e in json.loads(doc["shown"])]
-
-
-def prompt_text(doc: Mapping[str, Any]) -> str:
-    """The text after the frames: task, history (chained causal questions), question, options."""
-    i, kind = int(doc["segment"]), doc["kind"]
-    parts = [INTRO]
-    if kind == DESC:
-        parts.append(DESC_TASK.format(i=i))
-    elif kind == ISOLATED:
-        parts.append(ISOLATED_TASK.format(i=i))
-    else:
-        parts.append(HISTORY.format(p=i - 1, question=doc["prev_question"], answer=doc["prev_answer"]))
-        parts.append(CAUSAL_TASK.format(i=i, p=i - 1))
-    options = "\n".join(f"{LETTERS[k]}. {text}" for k, text in enumerate(doc["options"]))
-    parts.append(f"Question: {doc['question']}\nOptions:\n{options}")
-    parts.append(ANSWER_INSTRUCTION)
-    return "\n\n".join(parts)
-
-
-def segment_frames(doc: Mapping[str, Any]) -> list[tuple[int, list]]:
-    """(segment number, frames) for each segment the request shows, sampled inside its interval."""
-    max_long_side = int(doc.get("max_long_side") or 0) or None
-    return [(i, sample_video(doc["video_path"], int(doc["num_frames"]), interval=(start, end),
-                             max_long_side=max_long_side, record_id=doc[ID_FIELD]).frames)
-            for i, start, end in shown_segments(doc)]
-
-
-def frame_count(doc: Mapping[str, Any], start: float, end: float) -> int:
-    """How many frames ``sample_video`` returns for one interval, without decoding any."""
-    info = video_info(doc["video_path"], doc[ID_FIELD])
-    first, last = seconds_to_frame_range(start, end, info.fps, info.num_frames)
-    return len(uniform_indices(info.num_frames, int(doc["num_frames"]), first, last))
-
-
-def doc_to_visual(doc, lmms_eval_specific_kwargs=None) -> list:
-    """All frames of the shown segments, in order (for models that take a flat list of images)."""
-    return [frame for _, frames in segment_frames(doc) for frame in frames]
-
-
-def doc_to_text(doc, lmms_eval_specific_kwargs=None) -> str:
-    """For models that put the visuals before the text: say which frames belong to which segment."""
-    spans, first = [], 1
-    for i, start, end in shown_segments(doc):
-        count = frame_count(doc, start, end)
-        spans.append(f"Segment {i}: frames {first}-{first + count - 1}.")
-        first += count
-    return " ".join(spans) + "\n\n" + prompt_text(doc)
-
-
-def doc_to_messages(doc, lmms_eval_specific_kwargs=None) -> list[dict[str, Any]]:
-    """Each shown segment's frames preceded by its label ("Segment i-1:", "Segment i:"), then the text."""
-    groups = [FrameGroup(f"Segment {i}:", frames) for i, frames in segment_frames(doc)]
-    return interleaved_messages("", groups, prompt_text(doc))
+# Frames of the next requests are decoded while the model answers this one (docs/frame-cache.md).
+doc_to_messages = prefetched(prompts.doc_to_messages)
+doc_to_visual = prefetched(prompts.doc_to_visual)
+doc_to_text = prompts.doc_to_text
 
 
 # ----------------------------------------------------------------------------------------------- scoring
@@ -365,30 +289,6 @@ def score_request(doc: Mapping[str, Any], response: str) -> dict[str, Any]:
             "parse_error": error}
 
 
-def video_chain(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Replay Algorithm 1 for one video from its request items (JSON-serialisable).
-
-    ``complete`` is False when a question the chain asks has no item (e.g. a ``--limit`` run that
-    cut the video's requests short); such a video is left out of the chain metrics and counted.
-    """
-    first = items[0]
-    video_id, n, restart = first["video_id"], int(first["n_segments"]), first["restart"]
-    by_key = {(it["kind"], int(it["segment"])): it for it in items}
-    try:
-        replay = replay_chain(n, lambda kind, segment: bool(by_key[(kind, segment)]["correct"]), restart)
-    except KeyError as exc:
-        kind, segment = exc.args[0]
-        return {"video_id": video_id, "category": first["category"], "complete": False,
-                "missing": request_id(video_id, segment, kind)}
-    out = {"video_id": video_id, "category": first["category"], "complete": True, **replay.to_dict()}
-    out["steps"] = [
-        {"step": k, ID_FIELD: request_id(video_id, s["segment"], s["kind"]), **s,
-         "pred": by_key[(s["kind"], s["segment"])]["pred"], "gold": by_key[(s["kind"], s["segment"])]["gold"]}
-        for k, s in enumerate(out["steps"], start=1)
-    ]
-    return out
-
-
 def replay_group(docs: Sequence[Mapping[str, Any]], responses: Sequence[str]) -> dict[str, Any]:
     """The filter's per-video function: score each request, then replay the chain."""
     return video_chain([score_request(d, r) for d, r in zip(docs, responses)])
@@ -402,102 +302,13 @@ class ChainReplayFilter(GroupReplayFilter):
         super().__init__(key="video_id", replay=replay_group, id_field=ID_FIELD, **kwargs)
 
 
-METRICS = ("csr", "amcl", "mcl", "rf", "ws", "ws_max", "dua", "icra", "parse_fail", "by_category", "videos",
-           "incomplete_videos")
-
-
 def process_results(doc, results):
     text, attachment = unpack_filtered(results, doc=doc, id_field=ID_FIELD)
-    item = score_request(doc, text)
-    out = {metric: item for metric in METRICS}
-    # The chain rides on one metric's item only, so each logged sample holds it once.
-    out["videos"] = {**item, "chain": attachment["result"] if attachment else None,
-                     "chain_on": attachment["result_on"] if attachment else None}
-    return with_unscored(out, [text], doc=doc)
+    # The chain rides on one metric's item only (spec.py), so each logged sample holds it once.
+    item = {**score_request(doc, text), CHAIN_FIELD: attachment["result"] if attachment else None,
+            CHAIN_ON_FIELD: attachment["result_on"] if attachment else None}
+    return item_values(spec.TEMPLATE, item, [text], doc=doc)
 
 
-# ----------------------------------------------------------------------------------------------- aggregation
-
-def chains(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Every video's replayed chain, in order of first appearance (recomputed from the items, which
-    the aggregation sees from every rank; the filter's logged chains come from the same function)."""
-    groups: dict[str, list[Mapping[str, Any]]] = {}
-    for item in items:
-        groups.setdefault(item["video_id"], []).append(item)
-    return [video_chain(group) for group in groups.values()]
-
-
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
-
-
-def summarize(items: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """All seven paper metrics (plus ws_max and counts) for one set of items."""
-    done = [c for c in chains(items) if c["complete"]]
-    return {
-        "csr": 100.0 * _mean([1.0 if c["completed"] else 0.0 for c in done]),
-        "amcl": _mean([c["longest_chain"] for c in done]),
-        "mcl": max((c["longest_chain"] for c in done), default=0),
-        "rf": _mean([c["restarts"] for c in done]),
-        "ws": _mean([c["score"] for c in done]),
-        "ws_max": _mean([c["n_segments"] * (c["n_segments"] + 1) / 2 for c in done]),
-        "dua": accuracy([bool(i["correct"]) for i in items if i["kind"] == DESC]),
-        "icra": accuracy([bool(i["correct"]) for i in items if i["kind"] == ISOLATED]),
-        "videos": len(done),
-    }
-
-
-def agg_csr(items):
-    return summarize(items)["csr"]
-
-
-def agg_amcl(items):
-    return summarize(items)["amcl"]
-
-
-def agg_mcl(items):
-    return summarize(items)["mcl"]
-
-
-def agg_rf(items):
-    return summarize(items)["rf"]
-
-
-def agg_ws(items):
-    return summarize(items)["ws"]
-
-
-def agg_ws_max(items):
-    return summarize(items)["ws_max"]
-
-
-def agg_dua(items):
-    return summarize(items)["dua"]
-
-
-def agg_icra(items):
-    return summarize(items)["icra"]
-
-
-def agg_parse_fail(items):
-    return sum(1 for i in items if i["pred"] is None)
-
-
-def agg_videos(items):
-    return summarize(items)["videos"]
-
-
-def agg_incomplete_videos(items):
-    return sum(1 for c in chains(items) if not c["complete"])
-
-
-def agg_by_category(items):
-    groups: dict[str, list[Mapping[str, Any]]] = {}
-    for item in items:
-        groups.setdefault(item["category"] or "(none)", []).append(item)
-    return {category: summarize(groups[category]) for category in sorted(groups)}
-
-
-# A failed model request is unscored, not wrong (lmms_eval_plugins/outcome.py): every metric is null then.
-agg_unscored = count_unscored
-guard_aggregations(globals())
+# What the task YAMLs name (lmms_eval_plugins/task_hooks.py adds the aggregations from the spec).
+HOOKS = ("process_docs", "doc_to_visual", "doc_to_text", "doc_to_messages", "process_results", "ChainReplayFilter")

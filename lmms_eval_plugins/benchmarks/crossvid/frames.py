@@ -7,10 +7,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from PIL import Image
 
 from lmms_eval_plugins.benchmarks.crossvid.records import from_row
-from lmms_eval_plugins.errors import MediaError
+from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.media import (
     SampledFrames,
     VideoRequest,
@@ -31,6 +32,7 @@ DEFAULT_MAX_LONG_SIDE = 360
 # Frame indices as the official scripts take them (np.linspace, first and last frame included);
 # "centre" (bin centres, lmms_eval_plugins.media.uniform_indices) is kept behind the source option.
 DEFAULT_INDEX_RULE = "linspace"
+FRAME_DROP_TASKS = frozenset({"FSA", "PI", "PEA"})  # official_frame_drop; MSR/MOC: tasks.official_drop
 
 
 def official_allocation(lengths: Sequence[float], total: int) -> list[int]:
@@ -48,29 +50,17 @@ def official_allocation(lengths: Sequence[float], total: int) -> list[int]:
     return parts
 
 
-def _at_least_one(parts: list[int]) -> list[int]:
-    """A group left without a frame takes one from the largest (an empty label misleads a model and
-    crashes lmms-eval's Qwen2.5-VL class), when there are enough frames to go round."""
-    parts = list(parts)
-    if sum(parts) >= len(parts):
-        for i in range(len(parts)):
-            if parts[i] == 0:
-                donor = parts.index(max(parts))
-                parts[donor] -= 1
-                parts[i] = 1
-    return parts
-
-
 def frame_budgets(task: str, total: int, lengths: Sequence[float], index_rule: str = DEFAULT_INDEX_RULE) -> list[int]:
     """Frames per video/segment. Equal tasks: ``total // n`` each, as the official scripts do (the
     remainder is not used: 128 frames over 3 videos is 42 each). PI/PSS: in proportion to each
-    group's total interval length, largest remainder first (the official ``allocate_frames``:
-    :func:`official_allocation` under the ``linspace`` rule, exact fractions under ``centre``),
+    group's total interval length, largest remainder first. ``linspace`` (the official rule): the
+    official ``allocate_frames`` (:func:`official_allocation`), which may leave a short group no frame
+    (a 0.2-s PI beginning beside a 90-s ending, 128 frames: 0 and 128). ``centre``: exact fractions,
     every group keeping at least one frame when ``total`` >= the number of groups."""
     n = len(lengths)
     if task in PROPORTIONAL:
         if index_rule == "linspace":
-            return _at_least_one(official_allocation(lengths, total))
+            return official_allocation(lengths, total)
         return split_budget(total, lengths, "proportional")
     return [total // n] * n
 
@@ -81,6 +71,69 @@ def _lengths(groups: Sequence[Mapping[str, Any]], index_rule: str = "centre") ->
     return [sum(abs(e - s) for s, e in g["intervals"]) if g["intervals"] else 1.0 for g in groups]
 
 
+def official_folder_positions(n_files: int, k: int) -> list[int]:
+    """``np.linspace(0, n - 1, k, dtype=int)`` over a view's sorted frame files, as the official
+    ``process_frames``: always k positions, repeated when the folder holds fewer than k files (40
+    files, 64 asked: 64 positions, the last the 64th frame)."""
+    if k <= 0 or n_files <= 0:
+        return []
+    return [int(x) for x in np.linspace(0, n_files - 1, num=k, dtype=int)]
+
+
+def group_indices(group: Mapping[str, Any], k: int, size: tuple[int, float], index_rule: str) -> list[int]:
+    """The frames one video, group of intervals or frame folder shows under a budget of ``k``:
+    ``size`` is (frames, fps) of the video, or (files, 1.0) of the folder. Positions in the folder's
+    sorted file list; frame indices in the video."""
+    n, fps = size
+    if group["kind"] == "folder":
+        return official_folder_positions(n, k) if index_rule == "linspace" else folder_positions(n, k, "centre")
+    intervals = [tuple(p) for p in group["intervals"]] if group["intervals"] else None
+    return frame_plan(n, fps, k, intervals, index_rule)  # type: ignore[arg-type]
+
+
+def plan_indices(task: str, budget: int, groups: Sequence[Mapping[str, Any]], sizes: Sequence[tuple[int, float]],
+                 index_rule: str = DEFAULT_INDEX_RULE) -> list[list[int]]:
+    """Per video/segment/view, the frames it shows (:func:`group_indices` under :func:`frame_budgets`).
+    Pure: ``sizes`` as in :func:`group_indices`. Under ``linspace`` a group may show none."""
+    budgets = frame_budgets(task, budget, _lengths(groups, index_rule), index_rule)
+    return [group_indices(g, k, size, index_rule) for g, k, size in zip(groups, budgets, sizes)]
+
+
+def official_frame_drop(task: str, budget: int, groups: Sequence[Mapping[str, Any]],
+                        sizes: Sequence[tuple[int, float]]) -> str:
+    """Why the official script drops a record for its frames ("" when it keeps it): it crashes on
+    every one of its three tries, then leaves the record out of its results and its denominator.
+
+    - FSA (``eval/FSA.py``): its prompt holds ``budget // 2`` frame slots per video, but a video of
+      fewer frames gives fewer, and filling the slots runs past the frame list.
+    - PI and PEA: a beginning, ending or clip with no piece of start < end is left out of the
+      sampler's result, and the script's fixed ``[0]``/``[1]`` lookup fails.
+    """
+    if task == "FSA":
+        slots = budget // 2
+        short = [f"{g['label']} has {n} frames" for g, (n, _fps) in zip(groups, sizes) if n < slots]
+        if short:
+            return f"{' and '.join(short)}, fewer than the {slots} frame slots of the official prompt"
+    if task in ("PI", "PEA"):
+        empty = [g["label"] for g in groups if not any(s < e for s, e in g["intervals"] or [])]
+        if empty:
+            return f"{', '.join(empty)}: no interval with start < end"
+    return ""
+
+
+def frame_drop(doc: Mapping[str, Any]) -> str:
+    """:func:`official_frame_drop` for a loaded doc (FSA's videos are probed for their frame counts; a
+    video that cannot be probed is reported when its frames are read, not here)."""
+    doc = from_row(doc)
+    if doc["task"] not in FRAME_DROP_TASKS:
+        return ""
+    try:
+        sizes = media_sizes(doc) if doc["task"] == "FSA" else [(0, 0.0)] * len(doc["media"])
+    except (DataError, MediaError):
+        return ""
+    return official_frame_drop(doc["task"], int(doc["budget"]), doc["media"], sizes)
+
+
 def _rule(doc: Mapping[str, Any]) -> str:
     return str(doc.get("index_rule") or "centre")  # a doc without the option: the rule it was made with
 
@@ -89,18 +142,50 @@ def _side(doc: Mapping[str, Any]) -> int | None:
     return int(doc.get("max_long_side") or 0) or None
 
 
+def _no_frames(path: str) -> SampledFrames:
+    return SampledFrames(frames=[], timestamps=[], indices=[], path=path, fps=1.0)
+
+
+def _official_view(sampled: SampledFrames, k: int) -> SampledFrames:
+    """The view's frames at the official positions, repeats included: ``sampled`` holds each distinct
+    position once (``linspace_indices``: the same set), the last being the folder's last file."""
+    if not sampled.indices:
+        return sampled
+    positions = official_folder_positions(sampled.indices[-1] + 1, k) if k > 1 else sampled.indices[:k]
+    where = {p: j for j, p in enumerate(sampled.indices)}
+    if any(p not in where for p in positions):
+        return sampled  # a placeholder for an unreadable folder (its record is left out of every metric)
+    return SampledFrames(frames=[sampled.frames[where[p]] for p in positions],
+                         timestamps=[p / sampled.fps for p in positions], indices=positions, path=sampled.path,
+                         fps=sampled.fps,
+                         frame_numbers=[sampled.frame_numbers[where[p]] for p in positions],
+                         source_size=sampled.source_size)
+
+
+def _sample_group(doc: Mapping[str, Any], group: Mapping[str, Any], k: int) -> SampledFrames:
+    """One video, group of intervals or view under the official rule, each on its own budget."""
+    if group["kind"] == "folder":
+        sampled = sample_frame_folder(group["path"], k, max_long_side=_side(doc), record_id=doc["record"],
+                                      root=doc.get("media_root") or None, index_rule="linspace", by_name=True)
+        return _official_view(sampled, k)
+    if k <= 0:  # the official scripts show the label alone
+        return _no_frames(group["path"])
+    intervals = [tuple(p) for p in group["intervals"]] if group["intervals"] else None
+    return sample_video(group["path"], k, intervals=intervals, max_long_side=_side(doc), record_id=doc["record"],
+                        index_rule="linspace")
+
+
 def sample_frames(doc: Mapping[str, Any]) -> list[SampledFrames]:
     """Decode the frames of every video (or view) of a doc under its budget."""
     doc = from_row(doc)
     groups, task, rule = doc["media"], doc["task"], _rule(doc)
     budgets = frame_budgets(task, int(doc["budget"]), _lengths(groups, rule), rule)
+    if rule == "linspace":  # as the official scripts: a PI/PSS label may be left without frames
+        _require_budget(doc, budgets)
+        return [_sample_group(doc, g, k) for g, k in zip(groups, budgets)]
     if groups[0]["kind"] == "folder":
         out = [sample_frame_folder(g["path"], k, max_long_side=_side(doc), record_id=doc["record"],
                                    root=doc.get("media_root") or None, index_rule=rule)
-               for g, k in zip(groups, budgets)]
-    elif rule == "linspace":  # each video (or group of intervals) on its own, under its own budget
-        out = [sample_video(g["path"], k, intervals=[tuple(p) for p in g["intervals"]] if g["intervals"] else None,
-                            max_long_side=_side(doc), record_id=doc["record"], index_rule=rule)
                for g, k in zip(groups, budgets)]
     else:
         requests = [VideoRequest(g["path"], [tuple(p) for p in g["intervals"]] if g["intervals"] else None, doc["record"])
@@ -113,12 +198,32 @@ def sample_frames(doc: Mapping[str, Any]) -> list[SampledFrames]:
     return out
 
 
+def _require_budget(doc: Mapping[str, Any], budgets: Sequence[int]) -> None:
+    """A budget below one frame a video (``frames: 3`` over 4 videos) is a setting to fix: the official
+    scripts would send the labels with no frame at all. PI/PSS split by length and may leave one empty."""
+    if doc["task"] not in PROPORTIONAL:
+        _require_frames(doc, budgets)
+
+
 def _require_frames(doc: Mapping[str, Any], counts: Sequence[int]) -> None:
-    """Every label needs a frame: an empty video crashes lmms-eval's Qwen2.5-VL class and misleads any model."""
+    """``centre`` rule: every label needs a frame (it promises one to each when the budget allows)."""
     for g, count in zip(doc["media"], counts):
         if count == 0:
             raise MediaError(f"no frame could be sampled for {g['label']}", record=doc["record"], path=g["path"],
                              fix="raise the frame budget ('frames' in the source file) to at least one frame per video")
+
+
+def media_sizes(doc: Mapping[str, Any]) -> list[tuple[int, float]]:
+    """(frames, fps) of each video, (files, 1.0) of each frame folder: what :func:`plan_indices` needs."""
+    doc = from_row(doc)
+    sizes = []
+    for g in doc["media"]:
+        if g["kind"] == "folder":
+            sizes.append((len(frame_files(g["path"], doc["record"], root=doc.get("media_root") or None)), 1.0))
+        else:
+            info = video_info(g["path"], doc["record"])
+            sizes.append((info.num_frames, info.fps))
+    return sizes
 
 
 def plan_frames(doc: Mapping[str, Any]) -> list[tuple[int, list[float], list[int], tuple[int, int] | None]]:
@@ -129,23 +234,24 @@ def plan_frames(doc: Mapping[str, Any]) -> list[tuple[int, list[float], list[int
     """
     doc = from_row(doc)
     groups, task, rule = doc["media"], doc["task"], _rule(doc)
-    budgets = frame_budgets(task, int(doc["budget"]), _lengths(groups, rule), rule)
+    if rule == "linspace":
+        _require_budget(doc, frame_budgets(task, int(doc["budget"]), _lengths(groups, rule), rule))
+    sizes = media_sizes(doc)
     out = []
-    for g, k in zip(groups, budgets):
+    for g, (n, fps), indices in zip(groups, sizes, plan_indices(task, int(doc["budget"]), groups, sizes, rule)):
         if g["kind"] == "folder":
-            files = frame_files(g["path"], doc["record"], root=doc.get("media_root") or None)
-            positions = folder_positions(len(files), k, rule)
             size = None
-            if positions:
-                with Image.open(files[positions[0]][1]) as im:
+            if indices:
+                files = frame_files(g["path"], doc["record"], root=doc.get("media_root") or None,
+                                    by_name=rule == "linspace")
+                with Image.open(files[indices[0]][1]) as im:
                     size = im.size
-            out.append((len(positions), [float(p) for p in positions], positions, size))
+            out.append((len(indices), [float(p) for p in indices], indices, size))
         else:
             info = video_info(g["path"], doc["record"])
-            intervals = [tuple(p) for p in g["intervals"]] if g["intervals"] else None
-            indices = frame_plan(info.num_frames, info.fps, k, intervals, rule)
-            out.append((len(indices), [i / info.fps for i in indices], indices, (info.width, info.height)))
-    _require_frames(doc, [p[0] for p in out])
+            out.append((len(indices), [i / fps for i in indices], indices, (info.width, info.height)))
+    if rule != "linspace":
+        _require_frames(doc, [p[0] for p in out])
     return out
 
 

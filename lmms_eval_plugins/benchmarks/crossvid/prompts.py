@@ -161,14 +161,28 @@ def _halves(doc: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[str, str
     return fill(before, values), fill(after, values)
 
 
+def label_groups(labels: Sequence[str], frames: Sequence[Sequence[Any]]) -> tuple[list[FrameGroup], str]:
+    """(label, frames) pairs as frame groups; a label the official sampler left without frames (a short
+    PI beginning, a short PSS segment) stays in the text, right before the next label, as the official
+    prompt reads ("Beginning:\\nEnding:\\n" + frames). Returns the groups and the labels left over at the end."""
+    groups, carried = [], ""
+    for label, group_frames in zip(labels, frames):
+        if group_frames:
+            groups.append(FrameGroup(carried + label, group_frames))
+            carried = ""
+        else:
+            carried += label
+    return groups, carried
+
+
 def build_messages(doc: Mapping[str, Any], sampled: Sequence[SampledFrames]) -> list[dict[str, Any]]:
     """System prompt + one user turn: the task prompt with each label's frames at the frames slot."""
     doc = from_row(doc)
     values = _prompt_values(doc, [s.timestamps for s in sampled], [s.indices for s in sampled],
                             [s.source_size for s in sampled])
     before, after = _halves(doc, values)
-    groups = [FrameGroup(g["text"], s.frames) for g, s in zip(doc["media"], sampled)]
-    return interleaved_messages(before, groups, after, system=SYSTEM_PROMPT)
+    groups, left = label_groups([g["text"] for g in doc["media"]], [s.frames for s in sampled])
+    return interleaved_messages(before, groups, left + after, system=SYSTEM_PROMPT)
 
 
 def doc_to_messages(doc, lmms_eval_specific_kwargs=None) -> list[dict[str, Any]]:
@@ -182,5 +196,7 @@ def doc_to_text(doc, lmms_eval_specific_kwargs=None) -> str:
     plan = plan_frames(doc)
     values = _prompt_values(doc, [p[1] for p in plan], [p[2] for p in plan], [p[3] for p in plan])
     before, after = _halves(doc, values)
-    legend = frame_legend([(g["label"], p[0]) for g, p in zip(doc["media"], plan)])
+    counts = [(g["label"], p[0]) for g, p in zip(doc["media"], plan)]
+    shown = iter(frame_legend([c for c in counts if c[1]]).split("\n"))
+    legend = "\n".join(f"{label}: no frames" if not count else next(shown) for label, count in counts)
     return f"{SYSTEM_PROMPT}\n{before}{legend}{after}"

@@ -2,10 +2,33 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
-from lmms_eval_plugins.report import (Builder, Cell, Col, Entry, Note, Section, Table, counts_of, fmt,
-    items_of, judge_blocks, num, paper_rows, variant_note)
+from lmms_eval_plugins.benchmarks.crossvid.averages import (
+    DIMENSIONS,
+    FREE_FORM,
+    FREE_FORM_TITLE,
+    OVERALL,
+    TASKS,
+    crossvid_averages,
+)
+from lmms_eval_plugins.report import (
+    Builder,
+    Cell,
+    Col,
+    Entry,
+    Note,
+    Section,
+    Table,
+    counts_of,
+    fmt,
+    items_of,
+    judge_blocks,
+    num,
+    paper_rows,
+    variant_note,
+)
 
 # Copied from the paper "CrossVid: A Comprehensive Benchmark for Evaluating Cross-Video Reasoning in MLLMs" (see each table's source line); percentages.
 PAPER_ROWS: dict[str, dict[str, Any]] = {
@@ -25,21 +48,18 @@ PAPER_ROWS: dict[str, dict[str, Any]] = {
 }
 
 
-CV_DIMENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("C.Avg", ("bu", "nc", "cc", "pea")),
-    ("T.Avg", ("pi", "fsa", "pss")),
-    ("M.Avg", ("msr", "moc")),
-)
-CV_GROUPS = {"bu": "Comparative Analysis", "nc": "Comparative Analysis", "cc": "Comparative Analysis",
-             "pea": "Comparative Analysis", "C.Avg": "Comparative Analysis", "pi": "Temporal Understanding",
-             "fsa": "Temporal Understanding", "pss": "Temporal Understanding", "T.Avg": "Temporal Understanding",
-             "msr": "Multi-view Reasoning", "moc": "Multi-view Reasoning", "M.Avg": "Multi-view Reasoning",
-             "ccqa": "Free-form"}
-CV_COLUMNS = ("O.Avg", "bu", "nc", "cc", "pea", "C.Avg", "pi", "fsa", "pss", "T.Avg", "msr", "moc", "M.Avg", "ccqa")
+# All from averages.DIMENSIONS (task names lower case, as the report's roles are).
+CV_DIMENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+    (d.column, tuple(t.lower() for t in d.tasks)) for d in DIMENSIONS)
+CV_GROUPS = {**{key: d.title for d in DIMENSIONS for key in (*(t.lower() for t in d.tasks), d.column)},
+             FREE_FORM.lower(): FREE_FORM_TITLE}
+# The paper's Table 2 column order: O.Avg, each dimension's tasks then its average, the free-form task.
+CV_COLUMNS = (OVERALL, *(key for d in DIMENSIONS for key in (*(t.lower() for t in d.tasks), d.column)),
+              FREE_FORM.lower())
 CV_SCORE_KEYS = ("score", "accuracy", "acc")
-CV_TASKS = ("bu", "nc", "cc", "pea", "pi", "fsa", "pss", "msr", "moc", "ccqa")
+CV_TASKS = tuple(t.lower() for t in TASKS)
 # The task folder's own groups (lmms-eval aggregates ``score`` over their members): column -> role.
-CV_GROUP_ROLES = {"C.Avg": "comparative", "T.Avg": "temporal", "M.Avg": "multiview", "O.Avg": None}
+CV_GROUP_ROLES: dict[str, str | None] = {**{d.column: d.role for d in DIMENSIONS}, OVERALL: None}
 
 
 def _cv_score(metrics: Mapping[str, Any]) -> float | None:
@@ -50,31 +70,29 @@ def _cv_score(metrics: Mapping[str, Any]) -> float | None:
 
 
 def crossvid_row(e: Entry) -> tuple[dict[str, float | None], set[str], list[str]]:
-    """(task scores and dimension averages, the averages over an incomplete dimension, notes).
+    """(task scores and dimension averages, the averages left out for a missing task, notes).
 
-    Averages are computed from the task scores (C/T/M.Avg: mean of their tasks; O.Avg: mean of the
-    ten). Where only the group's own aggregate exists it is shown; a group aggregate that differs
-    from the computed mean is noted."""
+    Averages are the paper's (averages.crossvid_averages: C/T/M.Avg the mean of their tasks, O.Avg the
+    mean of the ten): one with a task missing or unscored is not shown, never a mean of fewer tasks.
+    Where only the group's own aggregate exists it is shown; a group aggregate that differs from the
+    computed mean is noted."""
     scores = {t: _cv_score(e.m(t)) for t in CV_TASKS if t in e.tasks}
     out: dict[str, float | None] = dict(scores)
-    partial: set[str] = set()
+    averages = crossvid_averages({t: v for t, v in scores.items() if v is not None})
+    incomplete: set[str] = set()
     notes: list[str] = []
-    dims = dict(CV_DIMENSIONS)
-    dims["O.Avg"] = CV_TASKS
-    for col, tasks in dims.items():
-        values = [scores[t] for t in tasks if scores.get(t) is not None]
-        group = CV_GROUP_ROLES[col]
+    for col, group in CV_GROUP_ROLES.items():
         reported = _cv_score(e.m(group)) if group in e.tasks else None
-        if values:
-            out[col] = sum(values) / len(values)
-            if len(values) < len(tasks):
-                partial.add(col)
-            elif reported is not None and abs(reported - out[col]) > 0.005:
+        if not math.isnan(averages[col]):
+            out[col] = averages[col]
+            if reported is not None and abs(reported - out[col]) > 0.005:
                 notes.append(f"{e.label}: lmms-eval's {e.tasks[group].task} score is {fmt(reported)}, "
                              f"the mean of its tasks {fmt(out[col])} (shown)")
         elif reported is not None:
             out[col] = reported
-    return out, partial, notes
+        elif scores:
+            incomplete.add(col)
+    return out, incomplete, notes
 
 
 def section_crossvid(b: Builder, entries: list[Entry]) -> Section:
@@ -84,18 +102,16 @@ def section_crossvid(b: Builder, entries: list[Entry]) -> Section:
         "C.Avg, T.Avg, M.Avg: means of their tasks; O.Avg: unweighted mean of the ten task scores. "
         + variant_note(entries)))
     cols = [Col(key if "." in key else key.upper(), group=CV_GROUPS.get(key), best="max") for key in CV_COLUMNS]
-    rows, any_partial, mismatch = [], False, []
+    rows, any_incomplete, mismatch = [], False, []
     for e in entries:
-        values, partial, notes = crossvid_row(e)
+        values, incomplete, notes = crossvid_row(e)
         mismatch += notes
+        any_incomplete = any_incomplete or bool(incomplete)
         cells: list[Cell] = []
         for key in CV_COLUMNS:
             value = values.get(key)
             if value is None:
                 cells.append("—" if key not in values else fmt(None))
-            elif key in partial:
-                any_partial = True
-                cells.append(b.cell(value, note="partial: over the tasks present"))
             elif key in CV_TASKS:
                 cells.append(b.cell(value, e.m(key)))
             else:
@@ -104,7 +120,8 @@ def section_crossvid(b: Builder, entries: list[Entry]) -> Section:
     ref, source = paper_rows(PAPER_ROWS["crossvid"], cols, b.paper)
     sec.blocks.append(Table("crossvid-main", "Ten tasks and dimension averages (paper Table 2 layout)", cols, rows, ref, source,
                             note=("Counts after a score (unparseable answers, judge errors, skipped records) are that task's. "
-                                  + ("A 'partial' average is over the tasks present only." if any_partial else ""))))
+                                  + ("An average with a task missing or unscored is left out (—): the paper averages "
+                                     "all its tasks." if any_incomplete else ""))))
     sec.blocks.extend(Note(n, "warn") for n in mismatch)
 
     count_cols = [Col("records"), Col("score"), Col("counts"), Col("other")]

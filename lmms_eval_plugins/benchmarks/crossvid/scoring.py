@@ -1,21 +1,20 @@
-"""CrossVid scoring: reading replies (robust and official strict), the per-question item, the
-aggregations (CCQA through the rubric judge's verdicts), and the paper's C/T/M/O averages."""
+"""CrossVid scoring: reading replies (robust and official strict), the per-question item, and the
+aggregations spec.py gives each metric (CCQA through the rubric judge's verdicts). The paper's
+C/T/M/O averages: averages.py. Imports neither spec.py nor tasks.py (spec.py imports this)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lmms_eval_plugins.benchmarks.crossvid.records import _OPTION_LETTER, from_row
 from lmms_eval_plugins.judges import (
     JudgeItem,
-    judged_mean,
     rubric_micro_average,
     rubric_per_question_mean,
 )
-from lmms_eval_plugins.judges.filter import judged_parts
 from lmms_eval_plugins.metrics import interval_iou
-from lmms_eval_plugins.outcome import count_unscored, guard_aggregations, with_unscored
 from lmms_eval_plugins.parsing import (
     parse_interval,
     parse_letter_set,
@@ -23,35 +22,7 @@ from lmms_eval_plugins.parsing import (
     parse_order,
 )
 
-TASKS = ("BU", "NC", "CC", "PEA", "PI", "FSA", "PSS", "MSR", "MOC", "CCQA")
-DIMENSIONS = {"C.Avg": ("BU", "NC", "CC", "PEA"), "T.Avg": ("PI", "FSA", "PSS"), "M.Avg": ("MSR", "MOC")}
-
-
-def _task_code(name: str) -> str:
-    code = str(name).strip()
-    code = code[len("crossvid_"):] if code.lower().startswith("crossvid_") else code
-    code = code[: -len("_sample")] if code.lower().endswith("_sample") else code
-    return code.upper()
-
-
-def crossvid_averages(task_scores: Mapping[str, float]) -> dict[str, float]:
-    """The paper's Table 2 averages from per-task scores (percent).
-
-    Keys may be task codes ("BU") or task names ("crossvid_bu", "crossvid_bu_sample").
-    C.Avg = mean(BU, NC, CC, PEA), T.Avg = mean(PI, FSA, PSS), M.Avg = mean(MSR, MOC),
-    O.Avg = unweighted mean of the ten task scores (not of the dimension averages). An average
-    with a task missing is NaN rather than a mean over fewer tasks.
-    """
-    scores = {_task_code(k): float(v) for k, v in task_scores.items()}
-
-    def mean(codes: Sequence[str]) -> float:
-        if any(c not in scores for c in codes):
-            return float("nan")
-        return sum(scores[c] for c in codes) / len(codes)
-
-    out = {name: mean(codes) for name, codes in DIMENSIONS.items()}
-    out["O.Avg"] = mean(TASKS)
-    return out
+Items = Sequence[Mapping[str, Any]]
 
 
 # ----------------------------------------------------------------------------------------------- scoring
@@ -84,6 +55,21 @@ def strict_interval(response: str) -> tuple[float, float] | None:
         return float(parts[0]), float(parts[1])
     except ValueError:
         return None
+
+
+def official_fsa_iou(pred: tuple[float, float], gold: Sequence[float]) -> float:
+    """The IoU ``eval/FSA.py`` (``interval_iou``) gives a ``strict_interval`` reading: the shared formula,
+    except that a NaN end ("nan,3", which ``float()`` reads) gives NaN there, where the shared
+    :func:`interval_iou` gives 0 (infinite ends give 0 in both)."""
+    if any(math.isnan(v) for v in pred):
+        return math.nan
+    return interval_iou(pred, (float(gold[0]), float(gold[1])))
+
+
+def official_nan_count(items: Sequence[Mapping[str, Any]]) -> int:
+    """Items whose official (strict) value is NaN: while one is there the official FSA score is NaN,
+    and so is ``score_strict``; reported beside it as ``official_nan``."""
+    return sum(1 for i in items if isinstance(i.get("strict"), float) and math.isnan(i["strict"]))
 
 
 def video_group(doc: Mapping[str, Any]) -> str:
@@ -132,7 +118,7 @@ def score_response(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
             # no swap: a reversed interval scores 0, as the official formula gives it (see README)
             robust = interval_iou(parsed.value, target)
         official = strict_interval(text)
-        strict = interval_iou(official, target) if official is not None else 0.0
+        strict = official_fsa_iou(official, target) if official is not None else 0.0
         item["reversed"] = bool(parsed.ok and parsed.value[1] < parsed.value[0])
         item["parse_error"] = parsed.error
     else:
@@ -145,44 +131,36 @@ def score_response(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
     return item
 
 
-METRICS = ("score", "score_strict", "parse_fail", "skipped")
-FSA_METRICS = (*METRICS, "reversed")
-UAV_METRICS = (*METRICS, "official_dropped")  # MSR/MOC
-CCQA_METRICS = ("score", "score_strict", "per_question_mean", "judge_errors", "skipped")
-CCQA_JUDGED_METRICS = ("score", "score_strict", "per_question_mean")  # null while a verdict is missing
-
-
-def process_results(doc, results):
-    response = results[0] if results else ""
-    item = score_response(doc, response)
-    names = {"FSA": FSA_METRICS, "MSR": UAV_METRICS, "MOC": UAV_METRICS}.get(item["task"], METRICS)
-    return with_unscored(dict.fromkeys(names, item), [response], doc=doc)
-
-
 def _mean_percent(values: Sequence[float]) -> float:
     return 100.0 * sum(values) / len(values) if values else 0.0
 
 
-def agg_score(items):
+# Aggregations: scored items in, one number out (spec.py names which metric uses which; the core
+# makes each null when an item is unscored: lmms_eval_plugins/task_hooks.py).
+
+def mean_score(items: Items) -> float:
+    """The mean of ``score`` (robust, or official in strict mode), in percent."""
     return _mean_percent([float(i["score"]) for i in items])
 
 
-def agg_score_strict(items):
+def mean_strict(items: Items) -> float:
+    """The mean of the official exact-string value ``strict``, in percent."""
     return _mean_percent([float(i["strict"]) for i in items])
 
 
-def agg_parse_fail(items):
+def parse_failures(items: Items) -> int:
     return sum(1 for i in items if i.get("parse_error") is not None)
 
 
-def agg_official_dropped(items):
-    """MSR/MOC records the official script drops (it crashes, retries, then skips them): an object
-    annotated in none of its view's sampled frames, or a placeholder only in an option. Kept and
-    scored here by default, left out in strict mode; the same count either way."""
+def official_drops(items: Items) -> int:
+    """MSR/MOC/FSA records the official script drops (it crashes, retries, then skips them): an object
+    annotated in none of its view's sampled frames, a placeholder only in an option, an FSA video with
+    fewer frames than its frame slots. Kept and scored here by default, left out in strict mode; the
+    same count either way."""
     return max((int(i.get("n_official_dropped") or 0) for i in items), default=0)
 
 
-def agg_reversed(items):
+def reversed_intervals(items: Items) -> int:
     return sum(1 for i in items if i.get("reversed"))
 
 
@@ -196,28 +174,33 @@ def judge_item(response: str, doc: Mapping[str, Any]) -> JudgeItem:
                      extra={"score_block": "first"} if doc.get("strict") else {})
 
 
-def process_results_ccqa(doc, results):
-    text, outcome = judged_parts(results)
-    item = {"id": doc["id"], "task": "CCQA", "video_group": video_group(from_row(doc)), "judge": outcome.to_dict(),
+def ccqa_item(doc: Mapping[str, Any], outcome: Any) -> dict[str, Any]:
+    """The per-question CCQA item: the judge's outcome (a ``JudgeOutcome``) as every CCQA metric reads it."""
+    return {"id": doc["id"], "task": "CCQA", "video_group": video_group(from_row(doc)), "judge": outcome.to_dict(),
             "n_skipped": int(doc.get("n_skipped") or 0)}
-    return with_unscored(dict.fromkeys(CCQA_METRICS, item), [text], judge=outcome, judged=CCQA_JUDGED_METRICS,
-                         doc=doc)
 
 
-def agg_ccqa_score(items):
+def ccqa_micro_score(items: Items) -> float | None:
     """The official CCQA score: (covered + correct points) / (2 x points), over the judged questions
     (a question without a verdict is unscored: this is null then, never a 0)."""
     return rubric_micro_average([i["judge"] for i in items])
 
 
-def agg_ccqa_per_question_mean(items):
+def ccqa_per_question_mean(items: Items) -> float | None:
     return rubric_per_question_mean([i["judge"] for i in items])
 
 
-def agg_judge_errors(items):
+def ccqa_official_nan(items: Items) -> int:
+    """Judged questions whose official points are not a number: the official CCQA score is NaN while
+    one is there (strict mode reads the judge's lists as the official scorer does)."""
+    from lmms_eval_plugins.judges.rubric import rubric_official_nan_count
+
+    return rubric_official_nan_count([i["judge"] for i in items])
+
+
+def judge_failures(items: Items) -> int:
+    # imported here: judges.filter loads lmms-eval's Filter (and datasets, about a second), and spec.py,
+    # which every lmms-eval-plugins command loads, imports this module
+    from lmms_eval_plugins.judges import judged_mean
+
     return judged_mean([i["judge"] for i in items]).n_errors
-
-
-# A failed model request is unscored, not wrong (lmms_eval_plugins/outcome.py): every metric is null then.
-agg_unscored = count_unscored
-guard_aggregations(globals())

@@ -13,27 +13,34 @@ answer parsing, scores, averages) is a pure function below; the lmms-eval hooks 
 See the task README for every decision.
 The package, one job a module: ``records`` (validating records, media paths, rows), ``frames`` (budgets,
 index rules, sampling), ``prompts`` (templates, box lines, messages and text), ``scoring`` (replies,
-items, aggregations, averages), ``baselines`` (oracle and chance replies). This module loads a task's
-docs and is what the task folder's ``utils.py`` (lmms-eval's hooks) imports from.
+items, aggregations), ``averages`` (the task and dimension lists, the paper's averages), ``baselines``
+(oracle and chance replies), ``spec`` (each metric and its aggregation). This module loads a task's
+docs, builds each scored item and names in ``HOOKS`` what the task YAMLs call; the task folder's
+``utils.py`` hands those to lmms-eval with the spec's aggregations (lmms_eval_plugins/task_hooks.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lmms_eval_plugins.benchmarks.crossvid import spec
+from lmms_eval_plugins.benchmarks.crossvid.averages import TASKS, crossvid_averages  # noqa: F401  (crossvid_averages: what the tests read)
 from lmms_eval_plugins.benchmarks.crossvid.baselines import chance_replies, oracle_reply
 from lmms_eval_plugins.benchmarks.crossvid.frames import (  # noqa: F401  (re-exported: hooks, and what the tests read)
     DEFAULT_FRAMES,
     DEFAULT_INDEX_RULE,
     DEFAULT_MAX_LONG_SIDE,
     PROPORTIONAL,
-    doc_to_visual,
     frame_budgets,
+    frame_drop,
     official_allocation,
     plan_frames,
     sample_frames,
+)
+from lmms_eval_plugins.benchmarks.crossvid.frames import (
+    doc_to_visual as _doc_to_visual,
 )
 from lmms_eval_plugins.benchmarks.crossvid.prompts import (  # noqa: F401  (re-exported: hooks, and what the tests read)
     PROMPTS,
@@ -41,11 +48,13 @@ from lmms_eval_plugins.benchmarks.crossvid.prompts import (  # noqa: F401  (re-e
     _halves,
     box_scale,
     build_messages,
-    doc_to_messages,
     doc_to_text,
     object_lines,
     official_ordinal,
     ordinal,
+)
+from lmms_eval_plugins.benchmarks.crossvid.prompts import (
+    doc_to_messages as _doc_to_messages,
 )
 from lmms_eval_plugins.benchmarks.crossvid.records import (  # noqa: F401  (re-exported: what the tests read)
     LETTERS,
@@ -62,27 +71,9 @@ from lmms_eval_plugins.benchmarks.crossvid.records import (  # noqa: F401  (re-e
     to_row,
 )
 from lmms_eval_plugins.benchmarks.crossvid.scoring import (  # noqa: F401  (re-exported: the YAMLs' hooks, and what the tests read)
-    CCQA_JUDGED_METRICS,
-    CCQA_METRICS,
-    DIMENSIONS,
-    FSA_METRICS,
-    METRICS,
-    TASKS,
-    UAV_METRICS,
-    agg_ccqa_per_question_mean,
-    agg_ccqa_score,
-    agg_judge_errors,
-    agg_official_dropped,
-    agg_parse_fail,
-    agg_reversed,
-    agg_score,
-    agg_score_strict,
-    agg_unscored,
-    crossvid_averages,
+    ccqa_item,
     judge_item,
     parse_choice,
-    process_results,
-    process_results_ccqa,
     score_response,
     strict_interval,
     video_group,
@@ -100,42 +91,36 @@ from lmms_eval_plugins.data import (
     to_dataset,
 )
 from lmms_eval_plugins.errors import DataError, MediaError
-from lmms_eval_plugins.judges.filter import JudgeFilter  # noqa: F401  (used by the CCQA YAML)
+from lmms_eval_plugins.judges.filter import JudgeFilter, judged_parts  # noqa: F401  (JudgeFilter: a hook, in HOOKS)
 from lmms_eval_plugins.media import (
     INDEX_RULES,
     frame_files,
     linspace_indices,
     uniform_indices,  # noqa: F401  (index_rule "centre"; the tests read it from here)
 )
-from lmms_eval_plugins.outcome import (  # noqa: F401 (group_mean: the group YAMLs' null-safe mean)
-    agg_skipped,
-    agg_skipped_by_reason,
-    group_mean,
-    guard_aggregations,
-)
-from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD, strict_requested
+from lmms_eval_plugins.outcome import group_mean  # noqa: F401  (a hook, in HOOKS: the group YAMLs' null-safe mean)
+from lmms_eval_plugins.prefetch import prefetched
+from lmms_eval_plugins.task_hooks import SAMPLE_DATA, item_values
+from lmms_eval_plugins.doc_fields import CHANCE_FIELD, ORACLE_FIELD, strict_requested
 
 BENCHMARK = "crossvid"
 HUB_REPO = "Chuntianli/CrossVid"
-# The bundled sample data: set by the task folder's utils.py to the folder beside the YAMLs lmms-eval
-# loaded (an installed or an exported task folder alike).
-SAMPLE_DIR: Path | None = None
 
 
 # ----------------------------------------------------------------------------------------------- loading
 
-def _options(spec: Mapping[str, Any]) -> dict[str, Any]:
-    frames = spec.get("frames", DEFAULT_FRAMES)
+def _options(source_of: Mapping[str, Any]) -> dict[str, Any]:
+    frames = source_of.get("frames", DEFAULT_FRAMES)
     if isinstance(frames, bool) or not isinstance(frames, int) or frames < 1:
         raise DataError(f"'frames' in the crossvid source file must be a positive integer, got {frames!r}",
                         fix="set the total frame budget per question, e.g. 128")
-    side = spec.get("max_long_side", DEFAULT_MAX_LONG_SIDE)
+    side = source_of.get("max_long_side", DEFAULT_MAX_LONG_SIDE)
     if side is not None and (isinstance(side, bool) or not isinstance(side, int) or side < 1):
         raise DataError(f"'max_long_side' must be a positive integer or null, got {side!r}", fix="e.g. 360")
-    strict = spec.get("strict", False)
+    strict = source_of.get("strict", False)
     if not isinstance(strict, bool):
         raise DataError(f"'strict' must be true or false, got {strict!r}", fix="strict: true reproduces the official exact-string scoring")
-    rule = spec.get("index_rule", DEFAULT_INDEX_RULE)
+    rule = source_of.get("index_rule", DEFAULT_INDEX_RULE)
     if rule not in INDEX_RULES:
         raise DataError(f"'index_rule' must be one of {', '.join(INDEX_RULES)}, got {rule!r}",
                         fix="linspace: the official frame indices (default); centre: bin centres")
@@ -183,10 +168,13 @@ def _source_root(source: DataSource, task: str) -> tuple[Path, list[dict[str, An
     return source.root, docs
 
 
-def load_docs(spec: Mapping[str, Any], task: str) -> list[dict[str, Any]]:
-    """Every doc of one task: validated, media resolved and checked, options and gold attached."""
-    options = _options(spec)
-    source = resolve_source(BENCHMARK, spec.get("source", "auto"), sample_dir=SAMPLE_DIR, hub_repo=HUB_REPO,
+def load_docs(source_of: Mapping[str, Any], task: str, sample_dir: Path | None = None) -> list[dict[str, Any]]:
+    """Every doc of one task: validated, media resolved and checked, options and gold attached.
+    ``sample_dir``: the bundled sample beside the YAMLs lmms-eval loaded (task_hooks binds it to the
+    ``process_docs_*`` hooks); a direct call without it reads this package's own task folder."""
+    options = _options(source_of)
+    sample_dir = sample_dir if sample_dir is not None else spec.BENCHMARK.tasks_dir / SAMPLE_DATA
+    source = resolve_source(BENCHMARK, source_of.get("source", "auto"), sample_dir=sample_dir, hub_repo=HUB_REPO,
                             local_layout=LOCAL_LAYOUT)
     root, docs = _source_root(source, task)
     within = hub_store(root) if source.kind == "hub" else None
@@ -214,7 +202,7 @@ def official_inclusion(docs: Sequence[dict[str, Any]], task: str, options: Mappi
     listed: dict[tuple[str, str | None], int] = {}
     for doc in docs:
         doc.update(budget=options["frames"], index_rule=options["index_rule"])
-        doc["official_drop"] = official_drop(doc, listed) if task in ("MSR", "MOC") else ""
+        doc["official_drop"] = official_drop(doc, listed) if task in ("MSR", "MOC") else frame_drop(doc)
     dropped = sum(1 for doc in docs if doc["official_drop"])
     out = [doc for doc in docs if not (options["strict"] and doc["official_drop"])]
     for doc in out:
@@ -246,48 +234,40 @@ def official_drop(doc: Mapping[str, Any], listed: dict[tuple[str, str | None], i
     return f"{', '.join(absent)} annotated in none of the sampled frames of its view" if absent else ""
 
 
-def _process_docs(dataset: Any, task: str):
-    return to_dataset([to_row(d) for d in load_docs(source_spec(dataset), task)])
+def _process_docs_of(task: str) -> Callable[..., Any]:
+    """The ``process_docs_<task>`` hook of one task (``sample_dir``: bound by the task folder's utils.py)."""
+    def process_docs(dataset: Any, sample_dir: Path | None = None):
+        return to_dataset([to_row(d) for d in load_docs(source_spec(dataset), task, sample_dir)])
+
+    process_docs.__name__ = process_docs.__qualname__ = f"process_docs_{task.lower()}"
+    return process_docs
 
 
-def process_docs_bu(dataset):
-    return _process_docs(dataset, "BU")
+# process_docs_bu ... process_docs_ccqa: one per task of averages.TASKS, as crossvid_<task>.yaml names it
+PROCESS_DOCS = {f"process_docs_{task.lower()}": _process_docs_of(task) for task in TASKS}
+globals().update(PROCESS_DOCS)
+
+# Frames of the next requests are decoded while the model answers this one (docs/frame-cache.md).
+doc_to_messages = prefetched(_doc_to_messages)
+doc_to_visual = prefetched(_doc_to_visual)
 
 
-def process_docs_nc(dataset):
-    return _process_docs(dataset, "NC")
+# ----------------------------------------------------------------------------------------------- scoring
+
+_METRICS_OF = {"FSA": spec.FSA_TEMPLATE, "MSR": spec.UAV_TEMPLATE, "MOC": spec.UAV_TEMPLATE}
 
 
-def process_docs_cc(dataset):
-    return _process_docs(dataset, "CC")
+def process_results(doc, results):
+    response = results[0] if results else ""
+    item = score_response(doc, response)
+    return item_values(_METRICS_OF.get(item["task"], spec.TEMPLATE), item, [response], doc=doc)
 
 
-def process_docs_pea(dataset):
-    return _process_docs(dataset, "PEA")
+def process_results_ccqa(doc, results):
+    text, outcome = judged_parts(results)
+    return item_values(spec.CCQA_TEMPLATE, ccqa_item(doc, outcome), [text], doc=doc, judge=outcome)
 
 
-def process_docs_pi(dataset):
-    return _process_docs(dataset, "PI")
-
-
-def process_docs_fsa(dataset):
-    return _process_docs(dataset, "FSA")
-
-
-def process_docs_pss(dataset):
-    return _process_docs(dataset, "PSS")
-
-
-def process_docs_msr(dataset):
-    return _process_docs(dataset, "MSR")
-
-
-def process_docs_moc(dataset):
-    return _process_docs(dataset, "MOC")
-
-
-def process_docs_ccqa(dataset):
-    return _process_docs(dataset, "CCQA")
-
-
-guard_aggregations(globals())  # agg_skipped, agg_skipped_by_reason as the YAMLs name them here
+# What the task YAMLs name (lmms_eval_plugins/task_hooks.py adds the aggregations from the spec).
+HOOKS = (*PROCESS_DOCS, "doc_to_visual", "doc_to_text", "doc_to_messages", "process_results", "process_results_ccqa",
+         "JudgeFilter", "judge_item", "group_mean")

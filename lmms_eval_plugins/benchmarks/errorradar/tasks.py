@@ -14,7 +14,7 @@ import hashlib
 import re
 import urllib.parse
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from lmms_eval_plugins.data import (
     DataSource,
@@ -35,11 +35,11 @@ from lmms_eval_plugins.data import (
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.media import load_image
 from lmms_eval_plugins.messages import FrameGroup, interleaved_messages
-from lmms_eval_plugins.metrics import (accuracy, breakdown, confusion_matrix, distribution, macro_prf, mean_std_by_key,
-                                       per_class_prf)
-from lmms_eval_plugins.outcome import agg_skipped, agg_skipped_by_reason, count_unscored, guard_aggregations, with_unscored  # noqa: F401 (agg_skipped*: hooks of the task YAMLs)
+from lmms_eval_plugins.benchmarks.errorradar import spec
+from lmms_eval_plugins.benchmarks.errorradar.scoring import CATEGORIES
 from lmms_eval_plugins.parsing import match_category, parse_step, strip_reasoning
-from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD, by_round, round_mean_std, with_rounds
+from lmms_eval_plugins.task_hooks import item_values
+from lmms_eval_plugins.doc_fields import CHANCE_FIELD, ORACLE_FIELD, with_rounds
 
 BENCHMARK = "errorradar"
 HUB_REPO = "ErrorRadar/ErrorRadar"
@@ -47,13 +47,8 @@ CSV_NAME = "ErrorRadar_dataset.csv"
 IMAGE_EXTENSIONS = ("png", "jpg", "jpeg", "webp")
 # Every doc carries how many rounds its task asks: process_results fills the `*_std` metrics only when > 1.
 ROUNDS_FIELD = "n_rounds"
-# The bundled sample data: set by the task folder's utils.py to the folder beside the YAMLs lmms-eval
-# loaded (an installed or an exported task folder alike).
-SAMPLE_DIR: Path | None = None
 LOCAL_LAYOUT = f"errorradar/{CSV_NAME} plus errorradar/images/<question_id>.<png|jpg|jpeg|webp>"
 
-# spec.CLASSES repeats this tuple: the exported task folder vendors this module without the spec.
-CATEGORIES = ("VIS", "CAL", "REAS", "KNOW", "MIS")
 CATEGORY_NAMES = {
     "VIS": "Visual Perception Error",
     "CAL": "Calculation Error",
@@ -61,13 +56,19 @@ CATEGORY_NAMES = {
     "KNOW": "Knowledge Error",
     "MIS": "Misinterpretation of the Question",
 }
-# The dataset spells the categories in several ways; match by keyword, case-insensitively.
+# The dataset spells the categories in several ways; match by keyword, case-insensitively (a keyword
+# matches at a word start, so its last word is a stem). Beside each name: the common synonyms that
+# the paper's own definition of the category names (section 3.1, Figure 20), listed with the reason in
+# task_yamls/errorradar/README.md ("Category synonyms"). A longer keyword inside which another
+# category's keyword lies wins ("visual misinterpretation" is VIS, "conceptual misunderstanding" KNOW);
+# such a phrase comes before its first word's keyword (the first keyword matching at a place is taken).
 CATEGORY_KEYWORDS: dict[str, tuple[str, ...]] = {
-    "VIS": ("visual", "perception"),
-    "CAL": ("calculation",),
-    "REAS": ("reasoning",),
-    "KNOW": ("knowledge",),
-    "MIS": ("misinterpret",),
+    "VIS": ("visual misinterpret", "visual", "perception", "perceptual"),
+    "CAL": ("calculation", "miscalculat", "computation", "arithmetic", "unit conversion"),
+    "REAS": ("reasoning", "logic", "illogical", "inference"),
+    "KNOW": ("knowledge", "conceptual misunderstand", "concept", "misconception"),
+    "MIS": ("misinterpret", "misunderstand", "misunderstood", "comprehension", "misread the question",
+            "misreading the question", "misreading of the question"),
 }
 REQUIRED_COLUMNS = ("question_id", "content", "answer", "user_answer", "user_answer_steps", "error_step", "error_category")
 _GOLD_STEP = re.compile(r"^\s*step\s*(\d+)\s*$", re.IGNORECASE)
@@ -229,11 +230,12 @@ def load_records(source: DataSource) -> list[dict[str, Any]]:
     return _attach_hub_images(records) if source.kind == "hub" else _attach_local_images(records, source.root)
 
 
-def _load_docs(dataset: Any) -> tuple[list[dict[str, Any]], int]:
-    spec = source_spec(dataset)
-    source = resolve_source(BENCHMARK, spec.get("source", "auto"), sample_dir=SAMPLE_DIR, hub_repo=HUB_REPO,
+def _load_docs(dataset: Any, sample_dir: Path | None) -> tuple[list[dict[str, Any]], int]:
+    """``sample_dir``: the bundled sample data beside the YAMLs lmms-eval loaded (task_hooks binds it)."""
+    source_of = source_spec(dataset)
+    source = resolve_source(BENCHMARK, source_of.get("source", "auto"), sample_dir=sample_dir, hub_repo=HUB_REPO,
                             local_layout=LOCAL_LAYOUT)
-    return load_records(source), int(spec.get("rounds", 1))
+    return load_records(source), int(source_of.get("rounds", 1))
 
 
 def step_response(step: int) -> str:
@@ -244,15 +246,15 @@ def category_response(code: str) -> str:
     return f"Error Category: {CATEGORY_NAMES[code]}"
 
 
-def process_docs_step(dataset: Any):
-    records, rounds = _load_docs(dataset)
+def process_docs_step(dataset: Any, sample_dir: Path | None = None):
+    records, rounds = _load_docs(dataset, sample_dir)
     docs = [{**r, ROUNDS_FIELD: rounds, ORACLE_FIELD: step_response(r["gold_step"]),
              CHANCE_FIELD: [step_response(k) for k in range(1, r["n_steps"] + 1)]} for r in records]
     return to_dataset(with_rounds(stamp_skipped(docs, records), rounds))
 
 
-def process_docs_cate(dataset: Any):
-    records, rounds = _load_docs(dataset)
+def process_docs_cate(dataset: Any, sample_dir: Path | None = None):
+    records, rounds = _load_docs(dataset, sample_dir)
     chance = [category_response(code) for code in CATEGORIES]
     docs = [{**r, ROUNDS_FIELD: rounds, ORACLE_FIELD: category_response(r["gold_category"]), CHANCE_FIELD: chance}
             for r in records]
@@ -308,158 +310,41 @@ def doc_to_messages_cate(doc, lmms_eval_specific_kwargs=None):
 
 # ----------------------------------------------------------------------------------------------- scoring
 
-# The metrics each doc's process_results fills: exactly its task's metric list in spec.py (less the counts
-# with_unscored adds; a test holds the two together), so a 1-round task reports no `*_std`: lmms-eval
-# would print a metric that is not in the task's list as an empty list.
-STEP_METRICS = ("step_acc", "step_parse_fail", "step_acc_by_question_type")
-CATE_METRICS = ("cate_acc", "cate_macro_precision", "cate_macro_recall", "cate_macro_f1",
-                *(f"cate_{kind}_{c.lower()}" for kind in ("f1", "precision", "recall") for c in CATEGORIES),
-                "cate_parse_fail", "cate_pred_distribution", "cate_acc_by_question_type", "cate_confusion")
-_COUNTS = ("step_parse_fail", "cate_parse_fail")  # totals over all rounds: no spread
-STEP_METRICS_3ROUNDS = (*STEP_METRICS, *(f"{m}_std" for m in STEP_METRICS if m not in _COUNTS))
-CATE_METRICS_3ROUNDS = (*CATE_METRICS, *(f"{m}_std" for m in CATE_METRICS if m not in _COUNTS))
-
-
 def _result_item(doc: Mapping[str, Any], gold: Any, pred: Any, error: str | None) -> dict[str, Any]:
+    # ``score``: the 0/1 lmms-eval's own clustered standard error and ``--baseline`` paired test read
+    correct = pred is not None and pred == gold
     return {"question_id": doc["question_id"], "question_type": doc["question_type"], "round": doc.get("round", 0),
-            "gold": gold, "pred": pred, "correct": pred is not None and pred == gold, "parse_error": error}
+            "gold": gold, "pred": pred, "correct": correct, "parse_error": error, "score": float(correct)}
 
 
 def score_step(doc: Mapping[str, Any], response: str) -> dict[str, Any]:
     parsed = parse_step(strip_reasoning(response or ""), label="Error Step", max_step=int(doc["n_steps"]))
-    return _with_score(_result_item(doc, int(doc["gold_step"]), parsed.value, parsed.error), "step_acc")
+    return _result_item(doc, int(doc["gold_step"]), parsed.value, parsed.error)
 
 
 def score_category(doc: Mapping[str, Any], response: str) -> dict[str, Any]:
     parsed = match_category(strip_reasoning(response or ""), CATEGORY_KEYWORDS, label="Error Category")
-    return _with_score(_result_item(doc, doc["gold_category"], parsed.value, parsed.error), "cate_acc")
-
-
-def _with_score(item: dict[str, Any], headline: str) -> dict[str, Any]:
-    """The 0/1 score under ``score`` and the headline's name: what lmms-eval's own clustered standard
-    error (``score_key``, ``cluster_key`` in the YAML) and ``--baseline`` paired test read."""
-    item["score"] = item[headline] = float(item["correct"])
-    return item
+    return _result_item(doc, doc["gold_category"], parsed.value, parsed.error)
 
 
 def _repeated(doc: Mapping[str, Any]) -> bool:
     return int(doc.get(ROUNDS_FIELD) or 1) > 1
 
 
+# Each doc fills exactly its task's metric list in spec.py (a 1-round task reports no `*_std`: lmms-eval
+# would print a metric that is not in the task's list as an empty list).
 def process_results_step(doc, results):
     response = results[0] if results else ""
-    metrics = STEP_METRICS_3ROUNDS if _repeated(doc) else STEP_METRICS
-    return with_unscored(dict.fromkeys(metrics, score_step(doc, response)), [response], doc=doc)
+    metrics = spec.ERRORRADAR_STEP_3ROUNDS if _repeated(doc) else spec.STEP_TEMPLATE
+    return item_values(metrics, score_step(doc, response), [response], doc=doc)
 
 
 def process_results_cate(doc, results):
     response = results[0] if results else ""
-    metrics = CATE_METRICS_3ROUNDS if _repeated(doc) else CATE_METRICS
-    return with_unscored(dict.fromkeys(metrics, score_category(doc, response)), [response], doc=doc)
+    metrics = spec.ERRORRADAR_CATE_3ROUNDS if _repeated(doc) else spec.CATE_TEMPLATE
+    return item_values(metrics, score_category(doc, response), [response], doc=doc)
 
 
-def _accuracy(items: Sequence[Mapping[str, Any]]) -> float:
-    return accuracy([bool(i["correct"]) for i in items])
-
-
-def _category_prf(items: Sequence[Mapping[str, Any]], classes: Sequence[str] = CATEGORIES):
-    return per_class_prf([i["gold"] for i in items], [i["pred"] for i in items], classes)
-
-
-def _macro(field: str):
-    return lambda items: getattr(macro_prf(_category_prf(items)), field)
-
-
-def _per_class(field: str, code: str):
-    # one class's numbers do not depend on the others: computing only its own keeps the bootstrap (errorbars.py) cheap
-    return lambda items: getattr(_category_prf(items, (code,))[code], field)
-
-
-def _parse_failures(items: Sequence[Mapping[str, Any]]) -> int:
-    return sum(1 for i in items if i["pred"] is None)
-
-
-def _by_question_type(items: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    return breakdown([100.0 * bool(i["correct"]) for i in items], [i["question_type"] or None for i in items])
-
-
-def _pred_distribution(items: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    return distribution([i["pred"] for i in items], CATEGORIES)
-
-
-def _confusion(items: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
-    return confusion_matrix([i["gold"] for i in items], [i["pred"] for i in items], CATEGORIES)
-
-
-def _round_mean(metric):
-    return lambda items: round_mean_std(items, metric)[0]
-
-
-def _round_std(metric):
-    return lambda items: round_mean_std(items, metric)[1]
-
-
-def _round_mean_by_key(metric):
-    """A breakdown per round, then its per-key mean over rounds (one round: the breakdown itself, counts stay ints)."""
-    def aggregate(items):
-        rounds = by_round(items)
-        return metric(items) if len(rounds) <= 1 else mean_std_by_key([metric(r) for r in rounds])[0]
-    return aggregate
-
-
-def _round_std_by_key(metric):
-    return lambda items: mean_std_by_key([metric(r) for r in by_round(items)])[1]
-
-
-# lmms-eval's `!function utils.agg_*` needs module-level names; each is "metric per round, then mean (or std)".
-agg_step_acc = agg_cate_acc = _round_mean(_accuracy)
-agg_step_acc_std = agg_cate_acc_std = _round_std(_accuracy)
-agg_cate_macro_precision = _round_mean(_macro("precision"))
-agg_cate_macro_precision_std = _round_std(_macro("precision"))
-agg_cate_macro_recall = _round_mean(_macro("recall"))
-agg_cate_macro_recall_std = _round_std(_macro("recall"))
-agg_cate_macro_f1 = _round_mean(_macro("f1"))
-agg_cate_macro_f1_std = _round_std(_macro("f1"))
-agg_cate_f1_vis = _round_mean(_per_class("f1", "VIS"))
-agg_cate_f1_vis_std = _round_std(_per_class("f1", "VIS"))
-agg_cate_f1_cal = _round_mean(_per_class("f1", "CAL"))
-agg_cate_f1_cal_std = _round_std(_per_class("f1", "CAL"))
-agg_cate_f1_reas = _round_mean(_per_class("f1", "REAS"))
-agg_cate_f1_reas_std = _round_std(_per_class("f1", "REAS"))
-agg_cate_f1_know = _round_mean(_per_class("f1", "KNOW"))
-agg_cate_f1_know_std = _round_std(_per_class("f1", "KNOW"))
-agg_cate_f1_mis = _round_mean(_per_class("f1", "MIS"))
-agg_cate_f1_mis_std = _round_std(_per_class("f1", "MIS"))
-agg_cate_precision_vis = _round_mean(_per_class("precision", "VIS"))
-agg_cate_precision_vis_std = _round_std(_per_class("precision", "VIS"))
-agg_cate_precision_cal = _round_mean(_per_class("precision", "CAL"))
-agg_cate_precision_cal_std = _round_std(_per_class("precision", "CAL"))
-agg_cate_precision_reas = _round_mean(_per_class("precision", "REAS"))
-agg_cate_precision_reas_std = _round_std(_per_class("precision", "REAS"))
-agg_cate_precision_know = _round_mean(_per_class("precision", "KNOW"))
-agg_cate_precision_know_std = _round_std(_per_class("precision", "KNOW"))
-agg_cate_precision_mis = _round_mean(_per_class("precision", "MIS"))
-agg_cate_precision_mis_std = _round_std(_per_class("precision", "MIS"))
-agg_cate_recall_vis = _round_mean(_per_class("recall", "VIS"))
-agg_cate_recall_vis_std = _round_std(_per_class("recall", "VIS"))
-agg_cate_recall_cal = _round_mean(_per_class("recall", "CAL"))
-agg_cate_recall_cal_std = _round_std(_per_class("recall", "CAL"))
-agg_cate_recall_reas = _round_mean(_per_class("recall", "REAS"))
-agg_cate_recall_reas_std = _round_std(_per_class("recall", "REAS"))
-agg_cate_recall_know = _round_mean(_per_class("recall", "KNOW"))
-agg_cate_recall_know_std = _round_std(_per_class("recall", "KNOW"))
-agg_cate_recall_mis = _round_mean(_per_class("recall", "MIS"))
-agg_cate_recall_mis_std = _round_std(_per_class("recall", "MIS"))
-agg_step_parse_fail = _parse_failures  # counts: totals over all rounds
-agg_cate_parse_fail = _parse_failures
-agg_step_acc_by_question_type = agg_cate_acc_by_question_type = _round_mean_by_key(_by_question_type)
-agg_step_acc_by_question_type_std = agg_cate_acc_by_question_type_std = _round_std_by_key(_by_question_type)
-agg_cate_pred_distribution = _round_mean_by_key(_pred_distribution)
-agg_cate_pred_distribution_std = _round_std_by_key(_pred_distribution)
-agg_cate_confusion = _round_mean_by_key(_confusion)
-agg_cate_confusion_std = _round_std_by_key(_confusion)
-
-
-# A failed model request is unscored, not wrong (lmms_eval_plugins/outcome.py): every metric is null then.
-agg_unscored = count_unscored
-guard_aggregations(globals())
+# What the task YAMLs name (lmms_eval_plugins/task_hooks.py adds the aggregations from the spec).
+HOOKS = ("process_docs_step", "process_docs_cate", "doc_to_visual", "doc_to_text_step", "doc_to_text_cate",
+         "doc_to_messages_step", "doc_to_messages_cate", "process_results_step", "process_results_cate")

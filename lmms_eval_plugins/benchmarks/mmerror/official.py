@@ -18,11 +18,17 @@ accept exactly the same strings in linear time (each optional piece of those pat
 class disjoint from its neighbours, so a greedy left-to-right scan decides the same match).
 The official runner also retries an unparseable reply up to 5 times: at temperature 0 a retry returns
 the same reply, so one reply decides here.
+
+Also reproduced: the gold-label reading of ``normalize_label(..., is_prediction=False)``
+(:func:`official_gold_letter`) and the report arithmetic of ``compute_model_metrics`` in
+``mmerror_eval/reporting.py`` (:func:`official_report`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 _THINK_TAG = re.compile(r"</?think>", re.IGNORECASE)
@@ -147,3 +153,62 @@ def official_presence(reply: Any) -> str | None:
     if "error present" in lowered or lowered == "error":
         return "P"
     return None
+
+
+# ------------------------------------------------------------------------------------------- gold labels
+
+# Tried in this order on the lower-cased label, as plain substrings (so "Visual Reasoning Error" is A).
+_GOLD_WORDS = (("A", ("visual", "perception")), ("B", ("reasoning",)), ("C", ("question", "comprehension")),
+               ("D", ("knowledge",)))
+
+
+def official_gold_letter(label: Any, letters: str = "ABCDE") -> str | None:
+    """The official ``normalize_label(label, spec, is_prediction=False)`` on a gold label, as a letter.
+
+    ``letters`` is the spec's option set: "ABCDE" for EPD (the only one that reads no-error labels),
+    "ABCD" for ETC (there an ``E_NoError`` record has no gold and is a failed sample). In order: a
+    letter opening the label as a word ("b", "D. knowledge"); with E, "noerror"/"no error" anywhere;
+    then the first of visual/perception (A), reasoning (B), question/comprehension (C), knowledge (D)
+    found anywhere; else None."""
+    if label is None:
+        return None
+    lowered = str(label).strip().lower()
+    opening = re.match(rf"\s*([{letters.lower()}])\b", lowered)
+    if opening:
+        return opening.group(1).upper()
+    if "E" in letters and ("noerror" in lowered or "no error" in lowered):
+        return "E"
+    for letter, words in _GOLD_WORDS:
+        if any(word in lowered for word in words):
+            return letter
+    return None
+
+
+# ------------------------------------------------------------------------------------------- the report
+
+
+@dataclass(frozen=True)
+class OfficialReport:
+    """The headline numbers of the official report (``compute_model_metrics``), accuracies in percent."""
+
+    dataset_total: int  # every record the run loaded, asked or not
+    scored_total: int   # samples whose reply the official parser read
+    correct: int
+    accuracy: float         # correct / scored_total; 0.0 when nothing was read (no NaN officially)
+    strict_accuracy: float  # correct / dataset_total; 0.0 for an empty run
+
+
+def official_report(outcomes: Sequence[tuple[bool, bool]], *, not_asked: int = 0) -> OfficialReport:
+    """The official report over per-sample ``(parsed, correct)`` outcomes.
+
+    ``not_asked``: records the official runner counts in ``dataset_total`` but fails before asking the
+    model: in ETC every ``E_NoError`` record (its gold label has no ETC letter). Three right answers
+    plus one ``E_NoError`` record: accuracy 100.0, strict_accuracy 75.0."""
+    if not_asked < 0:
+        raise ValueError(f"not_asked must be 0 or more, got {not_asked}")
+    scored = sum(1 for parsed, _ in outcomes if parsed)
+    correct = sum(1 for parsed, right in outcomes if parsed and right)
+    total = len(outcomes) + not_asked
+    return OfficialReport(dataset_total=total, scored_total=scored, correct=correct,
+                          accuracy=100.0 * correct / scored if scored else 0.0,
+                          strict_accuracy=100.0 * correct / total if total else 0.0)

@@ -2,59 +2,76 @@
 
 from __future__ import annotations
 
-from lmms_eval_plugins import tasks_dir
-from lmms_eval_plugins.benchmark import Benchmark, Metric
+from lmms_eval_plugins.benchmark import Benchmark, Metric, task_folder
+from lmms_eval_plugins.benchmarks.mmerror.scoring import (
+    accuracy_per,
+    answered_no_error,
+    domain_macro,
+    false_alarms,
+    label_confusion,
+    official_all_accuracy,
+    official_read_accuracy,
+    official_unparsed,
+    predicted_shares,
+    sample_accuracy,
+    unparsed_answers,
+    unparsed_presence,
+)
 
 _OFFICIAL_ACC = ("the official report's accuracy: correct / samples the official parser read "
-                 "(NaN when it reads none); error bar: bootstrap over questions")
-_OFFICIAL_STRICT = "the official report's strict_accuracy: correct with the official parser / all samples"
+                 "(0 when it reads none, as officially); error bar: bootstrap over questions")
+_OFFICIAL_STRICT = ("the official report's strict_accuracy: correct with the official parser / all samples "
+                    "(ETC: the E_NoError records it never asks included, as officially)")
+_RUN_COUNTS = (Metric("skipped", False, unit="count"), Metric("unscored", False, unit="count"),
+               Metric("skipped_by_reason", False, unit="dict"))
 
 
 def _official(strict_item_score: str) -> tuple[Metric, ...]:
-    return (Metric("official_accuracy", True, paper_name="accuracy (official report)", description=_OFFICIAL_ACC),
+    return (Metric("official_accuracy", True, paper_name="accuracy (official report)", description=_OFFICIAL_ACC,
+                   aggregate=official_read_accuracy),
             Metric("official_strict_accuracy", True, paper_name="strict_accuracy (official report)",
-                   item_score=strict_item_score, description=_OFFICIAL_STRICT),
+                   item_score=strict_item_score, description=_OFFICIAL_STRICT, aggregate=official_all_accuracy),
             Metric("official_parse_fail", False, unit="count",
-                   description="samples the official parser could not read (dataset_total - scored_total)"))
+                   description="samples the official parser could not read (dataset_total - scored_total)",
+                   aggregate=official_unparsed))
 
 
+# Both tasks: accuracy per domain, subdomain and gold label, the confusion matrix, the predictions' shares.
+_BREAKDOWNS = (
+    Metric("accuracy_domain_macro", True, paper_name="domain macro Acc", aggregate=domain_macro),
+    Metric("accuracy_by_domain", True, unit="dict", aggregate=accuracy_per("domain")),
+    Metric("accuracy_by_subdomain", True, unit="dict", aggregate=accuracy_per("subdomain")),
+    Metric("accuracy_by_label", True, unit="dict", aggregate=accuracy_per("gold")),
+    Metric("confusion", True, unit="dict", aggregate=label_confusion),
+    Metric("pred_distribution", True, unit="dict", aggregate=predicted_shares),
+)
+
+# Both task YAMLs name one hook per metric name (utils.agg_<name>), so a metric of both tasks has one
+# aggregation: it tells EPD's per-request items (replayed per sample, scoring.replay_epd) from ETC's.
 EPD_TEMPLATE = (
-    Metric("accuracy", True, paper_name="Acc"),
-    Metric("parse_fail", False, unit="count"),
-    *_official(""),  # per sample after the two-stage replay: not a mean of per-request items
-    Metric("accuracy_domain_macro", True, paper_name="domain macro Acc"),
-    Metric("accuracy_by_domain", True, unit="dict"),
-    Metric("accuracy_by_subdomain", True, unit="dict"),
-    Metric("accuracy_by_label", True, unit="dict"),
-    Metric("confusion", True, unit="dict"),
-    Metric("pred_distribution", True, unit="dict"),
-    Metric("no_error_rate", False),
-    Metric("false_alarm_rate", False),
-    Metric("presence_parse_fail", False, unit="count"),
-    Metric("skipped", False, unit="count"),
-    Metric("unscored", False, unit="count"),
-    Metric("skipped_by_reason", False, unit="dict"),
+    Metric("accuracy", True, paper_name="Acc", aggregate=sample_accuracy),
+    Metric("parse_fail", False, unit="count", aggregate=unparsed_answers),
+    *_official(strict_item_score=""),  # per sample after the two-stage replay: not a mean of per-request items
+    *_BREAKDOWNS,
+    Metric("no_error_rate", False, aggregate=answered_no_error),
+    Metric("false_alarm_rate", False, aggregate=false_alarms),
+    Metric("presence_parse_fail", False, unit="count", aggregate=unparsed_presence),
+    *_RUN_COUNTS,
 )
 ETC_TEMPLATE = (
-    Metric("accuracy", True, paper_name="Acc", item_score="correct"),
-    Metric("parse_fail", False, unit="count"),
-    *_official("official_correct"),
-    Metric("accuracy_domain_macro", True, paper_name="domain macro Acc"),
-    Metric("accuracy_by_domain", True, unit="dict"),
-    Metric("accuracy_by_subdomain", True, unit="dict"),
-    Metric("accuracy_by_label", True, unit="dict"),
-    Metric("confusion", True, unit="dict"),
-    Metric("pred_distribution", True, unit="dict"),
-    Metric("skipped", False, unit="count"),
-    Metric("unscored", False, unit="count"),
-    Metric("skipped_by_reason", False, unit="dict"),
+    Metric("accuracy", True, paper_name="Acc", item_score="correct", aggregate=sample_accuracy),
+    Metric("parse_fail", False, unit="count", aggregate=unparsed_answers),
+    # not a mean of items: the official denominator adds the unasked E_NoError records (bootstrap error bar)
+    *_official(strict_item_score=""),
+    *_BREAKDOWNS,
+    *_RUN_COUNTS,
 )
 
 BENCHMARK = Benchmark(
     name="mmerror",
     title="MMErroR",
     description="Multimodal reasoning error type classification (ETC) and error presence detection (EPD)",
-    tasks_dir=tasks_dir() / "mmerror",
+    tasks_dir=task_folder("mmerror"),
     metric_lists={
         "_epd_template_yaml": EPD_TEMPLATE,
         "_etc_template_yaml": ETC_TEMPLATE,
@@ -65,6 +82,6 @@ BENCHMARK = Benchmark(
     judge="",
     report_section="lmms_eval_plugins.benchmarks.mmerror.report:section_mmerror",
     sample_data="lmms_eval_plugins.benchmarks.mmerror.sample_data:make_mmerror",
-    readme=tasks_dir() / "mmerror" / "README.md",
+    readme=task_folder("mmerror") / "README.md",
     order=20,
 )

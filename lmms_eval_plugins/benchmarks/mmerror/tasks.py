@@ -6,7 +6,8 @@ Prompts and label letters follow the official evaluation code
 (``accuracy`` and the breakdowns) and by the official parser (official.py: ``official_accuracy``,
 ``official_strict_accuracy``). EPD's two stages are issued as independent
 requests (two docs per sample) and the stage-1 -> stage-2 decision is replayed in the aggregation
-(:func:`replay_epd`); see README.md for why that equals the sequential protocol.
+(scoring.py, :func:`replay_epd`); see README.md for why that equals the sequential protocol. The
+metrics and their aggregations are declared in spec.py; this module loads, prompts and scores one item.
 """
 
 from __future__ import annotations
@@ -19,10 +20,27 @@ from typing import Any
 
 from loguru import logger
 
+from lmms_eval_plugins.benchmarks.mmerror import spec
+from lmms_eval_plugins.benchmarks.mmerror.labels import (  # noqa: F401 (ERROR_LABELS: read by callers of this module)
+    ABSENT,
+    ALL_LABELS,
+    DEFINITIONS,
+    ERROR_LABELS,
+    ERROR_LETTERS,
+    LABELS,
+    NO_ERROR_LABEL,
+    OFFICIAL_NOT_ASKED_FIELD,
+    PRESENCE_NAMES,
+    PRESENT,
+    STAGE_PRESENCE,
+    STAGE_TYPE,
+)
 from lmms_eval_plugins.benchmarks.mmerror.official import (
+    official_gold_letter,
     official_letter,
     official_presence,
 )
+from lmms_eval_plugins.benchmarks.mmerror.scoring import replay_epd  # noqa: F401 (the EPD replay, for callers of this module)
 from lmms_eval_plugins.data import (
     DataSource,
     find_with_extensions,
@@ -40,20 +58,6 @@ from lmms_eval_plugins.data import (
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.media import load_image
 from lmms_eval_plugins.messages import FrameGroup, interleaved_messages
-from lmms_eval_plugins.metrics import (
-    accuracy,
-    breakdown,
-    confusion_matrix,
-    distribution,
-    macro_over_groups,
-)
-from lmms_eval_plugins.outcome import (  # noqa: F401 (agg_skipped*: hooks of the task YAMLs)
-    agg_skipped,
-    agg_skipped_by_reason,
-    count_unscored,
-    guard_aggregations,
-    with_unscored,
-)
 from lmms_eval_plugins.parsing import (
     Parsed,
     clean_markup,
@@ -61,7 +65,8 @@ from lmms_eval_plugins.parsing import (
     parse_option_letter,
     strip_reasoning,
 )
-from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD
+from lmms_eval_plugins.task_hooks import item_values
+from lmms_eval_plugins.doc_fields import CHANCE_FIELD, ORACLE_FIELD
 
 BENCHMARK = "mmerror"
 HUB_REPO = "s-u-do/mmerror-benchmark"
@@ -69,36 +74,15 @@ HUB_PATTERNS = ("data/jsons/*", "data/images/*")
 JSON_GLOB = "MMErroR_*.json"
 AGGREGATE_JSON = "MMErroR_all.json"  # an aggregate of all records on the hub: not a record
 IMAGE_EXTENSIONS = ("png", "jpg", "jpeg", "webp")
-# The bundled sample data: set by the task folder's utils.py to the folder beside the YAMLs lmms-eval
-# loaded (an installed or an exported task folder alike).
-SAMPLE_DIR: Path | None = None
 LOCAL_LAYOUT = "mmerror/data/jsons/MMErroR_<id>.json plus mmerror/data/images/MMErroR_<id>.<png|jpg|jpeg|webp>"
 REQUIRED_FIELDS = ("question_id", "question", "error_reason", "label")
 
 # ------------------------------------------------------------------------------------------- labels
 
-# Letter -> label name and one-line definition, as in the official mmerror_eval/labels.py.
-# Note the letter order: B is reasoning and D is knowledge (the paper lists them differently).
-ERROR_LETTERS = "ABCD"
-NO_ERROR = "E"
-LABELS = {
-    "A": "A_Visual_Perception_Error",
-    "B": "B_Reasoning_Error",
-    "C": "C_Question_Comprehension_Error",
-    "D": "D_Knowledge_Deployment_Error",
-    "E": "E_NoError",
-}
-DEFINITIONS = {
-    "A": "Misread or misinterpret the visual content, such as text, numbers, objects, locations, colors, or counts.",
-    "B": "Visual facts are correct, but the logic, arithmetic, or multi-step deduction is wrong.",
-    "C": "The image is read reasonably well, but the question intent or constraint is misunderstood.",
-    "D": "The image and question are understood, but the wrong fact, formula, or external knowledge is applied.",
-}
-ERROR_LABELS = tuple(LABELS[c] for c in ERROR_LETTERS)
-ALL_LABELS = (*ERROR_LABELS, LABELS[NO_ERROR])
-NO_ERROR_LABEL = LABELS[NO_ERROR]
+# The letters, label names and definitions are in labels.py (the official mmerror_eval/labels.py).
 # The data spells some labels in several ways (the knowledge class: Deployment / Application /
-# Deficiency): a gold label is read by keyword, case-insensitively, and must name exactly one class.
+# Deficiency). A gold label is read as the official loader reads it (official_gold_letter); these
+# keywords only flag a label that names several classes, so the run log shows how it was read.
 LABEL_KEYWORDS: dict[str, tuple[str, ...]] = {
     "A": ("visual", "perception"),
     "B": ("reasoning",),
@@ -107,13 +91,8 @@ LABEL_KEYWORDS: dict[str, tuple[str, ...]] = {
     "E": ("noerror", "no error"),
 }
 
-# Stage 1 of EPD: P = an error is present, N = no error (official PRESENCE_*_LETTER).
-PRESENT, ABSENT = "P", "N"
-PRESENCE_NAMES = {PRESENT: "Error Present", ABSENT: "No Error"}
 # Whole-output one-word replies the official normalize_presence_decision also accepts.
 PRESENCE_WORDS = {"none": ABSENT, "error": PRESENT}
-
-STAGE_PRESENCE, STAGE_TYPE = "presence", "type"
 
 # ------------------------------------------------------------------------------------------- prompts
 # Wording verbatim from the official prompts/error_label.prompt.txt (ETC), prompts/epd_presence.prompt.txt
@@ -177,9 +156,16 @@ PROMPTS = {"etc": ETC_PROMPT, STAGE_PRESENCE: EPD_PRESENCE_PROMPT, STAGE_TYPE: E
 
 
 def label_letter(label: str) -> str | None:
-    """A gold label as spelled in the data -> its letter A-E (None when it names no or several classes)."""
+    """A gold label as spelled in the data -> its letter A-E, as the official loader reads it in every
+    mode (loading is not scoring): "b" is B, "Visual Reasoning Error" is A (the first class named in
+    the official order), "Reasoning about the question" is B; None when it names no class."""
+    return official_gold_letter(label)
+
+
+def label_doubt(label: str) -> str | None:
+    """Why a gold label's reading is a choice (it names several classes), else None."""
     parsed = match_category(label, LABEL_KEYWORDS)
-    return parsed.value if parsed.ok else None
+    return parsed.error if parsed.error and parsed.error.startswith("ambiguous") else None
 
 
 def _text(record: Mapping[str, Any], name: str, *, record_id: str, path: Path) -> str:
@@ -210,7 +196,7 @@ def normalize_record(raw: Any, *, path: Path) -> dict[str, Any] | None:
         return None
     letter = label_letter(fields["label"])
     if letter is None:
-        raise DataError(f"label {fields['label']!r} matches none (or several) of {', '.join(ALL_LABELS)}",
+        raise DataError(f"label {fields['label']!r} matches none of {', '.join(ALL_LABELS)}",
                         record=record_id, path=str(path), fix="use one of the official label names")
     return {
         "question_id": fields["question_id"].strip(),
@@ -275,6 +261,11 @@ def load_records(source: DataSource) -> list[dict[str, Any]]:
     if unlabeled:
         logger.warning(f"[mmerror] skipped {len(unlabeled)} record(s) without a label, as the official loader does: "
                        f"{', '.join(unlabeled[:5])}{' ...' if len(unlabeled) > 5 else ''}")
+    doubts = [f"{Path(r['json_path']).name} {r['label_raw']!r} -> {r['label']}" for r in records if label_doubt(r["label_raw"])]
+    if doubts:
+        logger.warning(f"[mmerror] {len(doubts)} label(s) name several classes; read as the official loader reads "
+                       f"them (the first of visual/perception, reasoning, question/comprehension, knowledge): "
+                       f"{'; '.join(doubts[:5])}{' ...' if len(doubts) > 5 else ''}")
     if not records:
         raise DataError("no MMErroR record has a label", path=str(jsons), fix="check the data")
     return _attach_images(records, root, within, skipped={NO_LABEL_SKIP: len(unlabeled)})
@@ -283,10 +274,9 @@ def load_records(source: DataSource) -> list[dict[str, Any]]:
 NO_LABEL_SKIP = "no label"
 
 
-def _load(dataset: Any) -> list[dict[str, Any]]:
-    spec = source_spec(dataset)
-    source = resolve_source(BENCHMARK, spec.get("source", "auto"), sample_dir=SAMPLE_DIR, hub_repo=HUB_REPO,
-                            local_layout=LOCAL_LAYOUT)
+def _load(dataset: Any, sample_dir: Path | None) -> list[dict[str, Any]]:
+    source = resolve_source(BENCHMARK, source_spec(dataset).get("source", "auto"), sample_dir=sample_dir,
+                            hub_repo=HUB_REPO, local_layout=LOCAL_LAYOUT)
     return load_records(source)
 
 
@@ -294,11 +284,14 @@ def _letter_of(label: str) -> str:
     return next(letter for letter, name in LABELS.items() if name == label)
 
 
+
+
 def etc_docs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One doc per erroneous sample. E_NoError samples are not ETC samples (the prompt says an error exists)."""
-    docs = [{**r, ORACLE_FIELD: _letter_of(r["label"]), CHANCE_FIELD: list(ERROR_LETTERS)}
-            for r in records if r["label"] != NO_ERROR_LABEL]
-    dropped = len(records) - len(docs)
+    """One doc per erroneous sample. E_NoError samples are not ETC samples (the prompt says an error exists);
+    each doc carries their count (``official_not_asked``) for the official strict denominator."""
+    dropped = sum(1 for r in records if r["label"] == NO_ERROR_LABEL)
+    docs = [{**r, ORACLE_FIELD: _letter_of(r["label"]), CHANCE_FIELD: list(ERROR_LETTERS),
+             OFFICIAL_NOT_ASKED_FIELD: dropped} for r in records if r["label"] != NO_ERROR_LABEL]
     if dropped:
         logger.info(f"[mmerror_etc] {dropped} E_NoError sample(s) left out: ETC asks only about erroneous chains")
     if not docs:
@@ -324,13 +317,14 @@ def epd_docs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return docs
 
 
-def process_docs_etc(dataset: Any):
-    records = _load(dataset)
+# ``sample_dir``: the bundled sample data beside the task folder's utils.py (lmms_eval_plugins/task_hooks.py binds it).
+def process_docs_etc(dataset: Any, sample_dir: Path | None = None):
+    records = _load(dataset, sample_dir)
     return to_dataset(stamp_skipped(etc_docs(records), records))
 
 
-def process_docs_epd(dataset: Any):
-    records = _load(dataset)
+def process_docs_epd(dataset: Any, sample_dir: Path | None = None):
+    records = _load(dataset, sample_dir)
     return to_dataset(stamp_skipped(epd_docs(records), records))
 
 
@@ -542,14 +536,6 @@ def official_type(text: Any) -> str | None:
 
 # ------------------------------------------------------------------------------------------- scoring
 
-COMMON_METRICS = ("accuracy", "parse_fail", "accuracy_by_domain", "accuracy_by_subdomain", "accuracy_by_label",
-                  "accuracy_domain_macro", "confusion", "pred_distribution")
-# Beside accuracy: the official report's two accuracies with the official parser (official.py).
-OFFICIAL_METRICS = ("official_accuracy", "official_strict_accuracy", "official_parse_fail")
-ETC_METRICS = (*COMMON_METRICS, *OFFICIAL_METRICS)
-EPD_METRICS = (*COMMON_METRICS, "no_error_rate", "false_alarm_rate", "presence_parse_fail", *OFFICIAL_METRICS)
-
-
 def _common(doc: Mapping[str, Any]) -> dict[str, Any]:
     return {"question_id": doc["question_id"], "domain": doc.get("domain", ""), "subdomain": doc.get("subdomain", ""),
             "label": doc["label"]}
@@ -562,10 +548,12 @@ def score_etc(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
     correct = pred == doc["label"]
     official = official_type(response)
     official_pred = LABELS[official] if official else None
-    # score/accuracy: the 0/1 score lmms-eval's own clustered standard error and --baseline read (score_key)
+    # score (and the headline, filled by item_values from the spec's item_score): the 0/1 lmms-eval's own
+    # clustered standard error and --baseline read (score_key)
     return {**_common(doc), "gold": doc["label"], "pred": pred, "correct": correct,
-            "parse_error": parsed.error, "score": float(correct), "accuracy": float(correct),
-            "official_pred": official_pred, "official_correct": official_pred == doc["label"]}
+            "parse_error": parsed.error, "score": float(correct),
+            "official_pred": official_pred, "official_correct": official_pred == doc["label"],
+            OFFICIAL_NOT_ASKED_FIELD: int(doc.get(OFFICIAL_NOT_ASKED_FIELD) or 0)}
 
 
 def score_epd_stage(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
@@ -586,159 +574,14 @@ def score_epd_stage(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
 
 def process_results_etc(doc, results):
     response = results[0] if results else ""
-    return with_unscored(dict.fromkeys(ETC_METRICS, score_etc(doc, response)), [response], doc=doc)
+    return item_values(spec.ETC_TEMPLATE, score_etc(doc, response), [response], doc=doc)
 
 
 def process_results_epd(doc, results):
     response = results[0] if results else ""
-    return with_unscored(dict.fromkeys(EPD_METRICS, score_epd_stage(doc, response)), [response], doc=doc)
+    return item_values(spec.EPD_TEMPLATE, score_epd_stage(doc, response), [response], doc=doc)
 
 
-def replay_epd(items: Sequence[Mapping[str, Any]], *, official: bool = False) -> tuple[list[dict[str, Any]], int]:
-    """Replay the sequential two-stage protocol on the per-request items of EPD (``official``: with the
-    official parser's readings of both stages, ``official_pred``, as the official runner decides).
-
-    Items are grouped by question_id (first-seen order). Per sample: stage 1 N -> ``E_NoError``;
-    stage 1 P -> the stage-2 label (unparseable stage 2 -> unparseable sample); unparseable stage 1 ->
-    unparseable sample (wrong), whatever stage 2 said. Returns (per-sample outcomes, number of samples
-    left out because a stage's request is missing, e.g. an odd ``--limit``).
-    """
-    groups: dict[str, dict[str, Mapping[str, Any]]] = {}
-    for item in items:
-        stages = groups.setdefault(str(item["question_id"]), {})
-        if item["stage"] in stages:
-            raise ValueError(f"EPD: two {item['stage']} results for sample {item['question_id']}")
-        stages[item["stage"]] = item
-    outcomes, incomplete = [], 0
-    for question_id, stages in groups.items():
-        if STAGE_PRESENCE not in stages or STAGE_TYPE not in stages:
-            incomplete += 1
-            continue
-        first, second = stages[STAGE_PRESENCE], stages[STAGE_TYPE]
-        key = "official_pred" if official else "pred"
-        decision = first.get(key)
-        if decision == ABSENT:
-            pred, error = NO_ERROR_LABEL, None
-        elif decision == PRESENT:
-            pred = second.get(key)
-            error = None if pred is not None else f"stage 2: {'official parser: unparsed' if official else second['parse_error']}"
-        else:
-            pred, error = None, f"stage 1: {'official parser: unparsed' if official else first['parse_error']}"
-        outcomes.append({"question_id": question_id, "domain": first["domain"], "subdomain": first["subdomain"],
-                         "gold": first["label"], "pred": pred, "presence": decision,
-                         "correct": pred is not None and pred == first["label"], "parse_error": error})
-    return outcomes, incomplete
-
-
-def _outcomes(items: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Per-sample outcomes: ETC items are already per sample; EPD items are replayed."""
-    if items and "stage" in items[0]:
-        return replay_epd(items)[0]
-    return list(items)
-
-
-def _accuracy_of(outcomes: Sequence[Mapping[str, Any]]) -> float:
-    return accuracy([bool(o["correct"]) for o in outcomes])
-
-
-def _by(outcomes: Sequence[Mapping[str, Any]], field: str) -> dict[str, float]:
-    return breakdown([100.0 * bool(o["correct"]) for o in outcomes], [o[field] or None for o in outcomes])
-
-
-def _classes(items: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
-    return ALL_LABELS if items and "stage" in items[0] else ERROR_LABELS
-
-
-def agg_accuracy(items):
-    """Correct / all samples, in percent (strict: an unparseable answer is wrong)."""
-    if items and "stage" in items[0]:
-        outcomes, incomplete = replay_epd(items)
-        if incomplete:
-            logger.warning(f"[mmerror_epd] {incomplete} sample(s) left out: a stage's request is missing "
-                           "(use an even --limit: EPD asks 2 requests per sample)")
-        return _accuracy_of(outcomes)
-    return _accuracy_of(items)
-
-
-def agg_parse_fail(items):
-    """Number of samples whose final answer could not be parsed (EPD: stage 1, or stage 2 after P)."""
-    return sum(1 for o in _outcomes(items) if o["pred"] is None)
-
-
-def agg_accuracy_by_domain(items):
-    return _by(_outcomes(items), "domain")
-
-
-def agg_accuracy_by_subdomain(items):
-    return _by(_outcomes(items), "subdomain")
-
-
-def agg_accuracy_by_label(items):
-    return _by(_outcomes(items), "gold")
-
-
-def agg_accuracy_domain_macro(items):
-    """Unweighted mean of the per-domain accuracies."""
-    return macro_over_groups(agg_accuracy_by_domain(items))
-
-
-def agg_confusion(items):
-    outcomes = _outcomes(items)
-    return confusion_matrix([o["gold"] for o in outcomes], [o["pred"] for o in outcomes], _classes(items))
-
-
-def agg_pred_distribution(items):
-    return distribution([o["pred"] for o in _outcomes(items)], _classes(items))
-
-
-def agg_no_error_rate(items):
-    """EPD: percent of samples whose stage-1 answer was N ("no error")."""
-    outcomes = _outcomes(items)
-    return accuracy([o["presence"] == ABSENT for o in outcomes])
-
-
-def agg_false_alarm_rate(items):
-    """EPD: percent of E_NoError samples whose stage-1 answer was P; None when there is no E_NoError sample."""
-    clean = [o for o in _outcomes(items) if o["gold"] == NO_ERROR_LABEL]
-    return accuracy([o["presence"] == PRESENT for o in clean]) if clean else None
-
-
-def agg_presence_parse_fail(items):
-    """EPD: number of samples whose stage-1 answer could not be parsed."""
-    return sum(1 for o in _outcomes(items) if o["presence"] is None)
-
-
-def _official_outcomes(items: Sequence[Mapping[str, Any]]) -> list[tuple[bool, bool]]:
-    """(parsed, correct) per sample with the official parser (EPD: both stages replayed with it)."""
-    if items and "stage" in items[0]:
-        return [(o["pred"] is not None, bool(o["correct"])) for o in replay_epd(items, official=True)[0]]
-    return [(i.get("official_pred") is not None, bool(i.get("official_correct"))) for i in items]
-
-
-def official_ratio(outcomes: Sequence[tuple[bool, bool]]) -> float:
-    """Correct / parsed in percent; NaN when nothing parsed (0/0 is undefined: the official report prints
-    0 there, beside a coverage of 0; ``official_parse_fail`` says how many were left out). NaN also
-    keeps the bootstrap error bar honest: resamples that parse nothing are dropped, not counted as 0."""
-    parsed = [correct for ok, correct in outcomes if ok]
-    return accuracy(parsed) if parsed else float("nan")
-
-
-def agg_official_accuracy(items):
-    """The official report's ``accuracy``: correct / samples the official parser read, in percent."""
-    return official_ratio(_official_outcomes(items))
-
-
-def agg_official_strict_accuracy(items):
-    """The official report's ``strict_accuracy``: correct (official parser) / all samples, in percent."""
-    return accuracy([correct for _, correct in _official_outcomes(items)])
-
-
-def agg_official_parse_fail(items):
-    """Samples the official parser could not read (EPD: stage 1, or stage 2 after P); the official
-    report's dataset_total - scored_total."""
-    return sum(1 for ok, _ in _official_outcomes(items) if not ok)
-
-
-# A failed model request is unscored, not wrong (lmms_eval_plugins/outcome.py): every metric is null then.
-agg_unscored = count_unscored
-guard_aggregations(globals())
+# What the task YAMLs name (lmms_eval_plugins/task_hooks.py adds the aggregations from the spec).
+HOOKS = ("process_docs_etc", "process_docs_epd", "doc_to_visual", "doc_to_text_etc", "doc_to_text_epd",
+         "doc_to_messages_etc", "doc_to_messages_epd", "process_results_etc", "process_results_epd")

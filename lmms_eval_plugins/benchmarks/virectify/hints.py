@@ -12,7 +12,7 @@ from typing import Any
 from lmms_eval_plugins.benchmarks.virectify.prompts import format_intervals
 from lmms_eval_plugins.benchmarks.virectify.records import _gold_intervals
 from lmms_eval_plugins.benchmarks.virectify.replies import _text, redact_answer
-from lmms_eval_plugins.benchmarks.virectify.scoring import METRICS
+from lmms_eval_plugins.benchmarks.virectify.spec import TEMPLATE
 from lmms_eval_plugins.data import DataSource, read_jsonl, safe_path
 from lmms_eval_plugins.errors import DataError
 from lmms_eval_plugins.logged_samples import read_samples
@@ -101,8 +101,8 @@ def _logged_id(row: Mapping[str, Any]) -> str | None:
     doc = row.get("doc")
     if isinstance(doc, Mapping) and doc.get("id"):
         return str(doc["id"])
-    for metric in METRICS:  # every metric item of a virectify sample carries the record id
-        item = row.get(metric)
+    for metric in TEMPLATE:  # every metric item of a virectify sample carries the record id
+        item = row.get(metric.name)
         if isinstance(item, Mapping) and item.get("id"):
             return str(item["id"])
     return None

@@ -1,12 +1,14 @@
-"""ViRectify records: validating the records of virectify.jsonl, their videos, and the task options."""
+"""ViRectify records: validating the records of virectify.jsonl, their videos, the task options, and the
+gold annotation a doc carries to scoring (:class:`Gold`)."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from lmms_eval_plugins.benchmarks.virectify.replies import (
     _text,
@@ -201,3 +203,26 @@ def _common_fields(record: Mapping[str, Any], options: Mapping[str, Any]) -> dic
         "error_type": record["error_type"], "solution_source": record["solution_source"], "source": record["source"],
         "question": record["question"], "answer": record["answer"], "solution": record["solution"], **options,
     }
+
+
+class Gold(NamedTuple):
+    """The annotation a reply is scored against: the gold step labels, error-graph edges and key times."""
+
+    labels: dict[int, str]
+    edges: set[tuple[int, int]]
+    intervals: list[tuple[float, float]]
+
+
+# A doc holds nested values as JSON text (lmms_eval_plugins.data.to_dataset): written and read here only.
+def gold_columns(record: Mapping[str, Any]) -> dict[str, str]:
+    """A record's gold annotation as the doc columns that carry it to scoring (:func:`gold_of` reads them)."""
+    return {"gold_labels": json.dumps({str(k): v for k, v in sorted(record["labels"].items())}),
+            "gold_edges": json.dumps(sorted(record["edges"])),
+            "gold_timestamps": json.dumps(record["intervals"])}
+
+
+def gold_of(doc: Mapping[str, Any]) -> Gold:
+    """The typed gold annotation of a doc (:func:`gold_columns` wrote it)."""
+    return Gold(labels={int(k): v for k, v in json.loads(doc["gold_labels"]).items()},
+                edges={(int(s), int(t)) for s, t in json.loads(doc["gold_edges"])},
+                intervals=[tuple(iv) for iv in json.loads(doc["gold_timestamps"])])

@@ -239,8 +239,8 @@ def key_times(content: str, *, cut_off: bool = False) -> list[tuple[float, float
 
     Every form :func:`lmms_eval_plugins.parsing.parse_intervals` reads: ``[00:12-00:20]``,
     ``[00:12]-[00:20]``, ``[12s]-[20s]``, ``12-20s``, ``0:12–0:20``, "from 12 s to 20 s",
-    ``[[12, 20], [31, 35]]``. When some are clock times, only those count (a note beside them such as
-    "bounces 2-3 times" is no interval). ``cut_off``: the reply ended inside the tag, so a last piece
+    ``[[12, 20], [31, 35]]``. When some are clock times, only those written as times count (clock times, or
+    with a unit: "[24s]-[30s]"); a note beside them such as "bounces 2-3 times" is no interval. ``cut_off``: the reply ended inside the tag, so a last piece
     that does not end with a closing bracket may be incomplete ("[00:31-00:3") and is dropped; the
     intervals before it count.
     """

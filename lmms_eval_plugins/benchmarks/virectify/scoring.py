@@ -1,13 +1,18 @@
-"""ViRectify scoring: per-sample scores (acc_i, iou, graph_jaccard, the judged acc_r), the judge item,
-and the aggregations (the paper's Table 2 layout, the reflection's acc_r per hint kind)."""
+"""ViRectify scoring: per-sample scores (step accuracy, key-time IoU, edge Jaccard, the judged share of
+the corrected answer), the judge item, and the aggregations (the paper's Table 2 layout, the
+reflection's accuracy per hint kind).
+
+Pure functions of the docs and the items tasks.py builds. Which field of an item holds which score is
+spec.py's to say (:class:`ItemFields`, the metrics' ``item_score``): this module names no metric.
+"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
-from lmms_eval_plugins.benchmarks.virectify.records import DOMAINS, ERROR_TYPES
+from lmms_eval_plugins.benchmarks.virectify.records import gold_of
 from lmms_eval_plugins.benchmarks.virectify.replies import (
     PARTS,
     _text,
@@ -19,13 +24,25 @@ from lmms_eval_plugins.judges import (
     JudgeOutcome,
     aggregate_judged,
     judged_mean,
-    judged_parts,
 )
 from lmms_eval_plugins.metrics import accuracy, jaccard, merge_intervals, union_iou
-from lmms_eval_plugins.outcome import count_unscored, guard_aggregations, with_unscored
 from lmms_eval_plugins.parsing import strip_reasoning
 
 TOTAL = "Total"
+PARSED_FIELD = "parsed"  # what was read from the reply: logged once per sample (spec.py says under which metric)
+
+Items = Sequence[Mapping[str, Any]]
+Aggregation = Callable[[Items], Any]
+
+
+class ItemFields(NamedTuple):
+    """The fields of a scored item that hold its per-sample scores (fractions 0-1): the ones the
+    metrics' aggregations, their ``item_score``, the report and lmms-eval's ``score_key`` read."""
+
+    step_accuracy: str  # share of gold steps labelled right
+    time_iou: str  # temporal IoU of the key timestamps
+    edge_jaccard: str  # Jaccard of the error-propagation graphs' edges
+    judged: str  # the judge's verdict on the corrected answer (None: a judge error)
 
 
 # ----------------------------------------------------------------------------------------------- metrics
@@ -38,7 +55,7 @@ def step_accuracy(pred: Mapping[int, str] | None, gold: Mapping[int, str]) -> fl
     return sum(1 for step, label in gold.items() if pred.get(step) == label) / len(gold)
 
 
-def graph_jaccard(pred: set[tuple[int, int]] | None, gold: set[tuple[int, int]]) -> float:
+def edge_jaccard(pred: set[tuple[int, int]] | None, gold: set[tuple[int, int]]) -> float:
     """Eq. 1's |E(G) ∩ E(Ĝ)| / |E(G) ∪ E(Ĝ)| (0-1); an unreadable graph scores 0, two empty graphs 1."""
     return 0.0 if pred is None else jaccard(pred, gold)
 
@@ -58,32 +75,23 @@ def judge_item(response: str, doc: Mapping[str, Any]) -> JudgeItem | None:
     return JudgeItem(question=doc["question"], prediction=answer, reference=doc["answer"], item_id=doc["id"])
 
 
-METRICS = ("acc_i", "iou", "acc_r", "graph_jaccard", "format_rate", "acc_r_judge_errors", "parse_fail",
-           "by_domain", "by_error_type", "by_solution_source")
-REFLECT_METRICS = ("acc_r", "acc_r_error_identify", "acc_r_rationale", "acc_r_judge_errors", "answer_parse_fail")
-# Computed from judge verdicts: null while a sample's verdict is missing (the others stay).
-JUDGED_METRICS = ("acc_r", "by_domain", "by_error_type", "by_solution_source")
-REFLECT_JUDGED_METRICS = ("acc_r", "acc_r_error_identify", "acc_r_rationale")
-
-
-def score_response(doc: Mapping[str, Any], text: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def score_response(doc: Mapping[str, Any], text: Any, fields: ItemFields) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the per-sample scores, what was parsed) for one response; scores are fractions 0-1."""
     parsed = parse_response(text)
-    gold_labels = {int(k): v for k, v in json.loads(doc["gold_labels"]).items()}
-    gold_edges = {(int(s), int(t)) for s, t in json.loads(doc["gold_edges"])}
-    gold_intervals = [tuple(iv) for iv in json.loads(doc["gold_timestamps"])]
+    gold = gold_of(doc)
     missing = parsed["missing"]
+    acc = step_accuracy(parsed["labels"], gold.labels)
     item = {
         "id": doc["id"], "domain": doc["domain"], "error_type": doc["error_type"],
         "solution_source": doc["solution_source"],
         "source_video": doc.get("source_video"),  # the cluster unit of error bars (None in runs logged before it)
-        "acc_i": step_accuracy(parsed["labels"], gold_labels),
-        "iou": timestamp_iou(parsed["intervals"], gold_intervals),
-        "graph_jaccard": graph_jaccard(parsed["edges"], gold_edges),
+        fields.step_accuracy: acc,
+        fields.time_iou: timestamp_iou(parsed["intervals"], gold.intervals),
+        fields.edge_jaccard: edge_jaccard(parsed["edges"], gold.edges),
         "format_ok": not any(part in missing for part in PARTS),
         "missing": missing,
+        "score": acc,  # what lmms-eval's own standard error and --baseline read (score_key)
     }
-    item["score"] = item["acc_i"]  # what lmms-eval's own standard error and --baseline read (score_key)
     shown = {
         "labels": None if parsed["labels"] is None else {f"step{k}": v for k, v in sorted(parsed["labels"].items())},
         "edges": None if parsed["edges"] is None else [f"step{s}->step{t}" for s, t in sorted(parsed["edges"])],
@@ -93,29 +101,21 @@ def score_response(doc: Mapping[str, Any], text: Any) -> tuple[dict[str, Any], d
     return item, shown
 
 
-def process_results(doc, results):
-    text, outcome = judged_parts(results)
-    item, shown = score_response(doc, text)
-    item["judge"] = outcome.to_dict()
-    item["acc_r"] = judged_value(outcome)
-    out = {metric: item for metric in METRICS}
-    out["format_rate"] = {**item, "parsed": shown}  # the logged sample shows what was read once
-    return with_unscored(out, [text], judge=outcome, judged=JUDGED_METRICS, doc=doc)
-
-
-def process_results_reflect(doc, results):
-    text, outcome = judged_parts(results)
+def reflect_item(doc: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """One reflection sample before its verdict: the boxed answer read from the reply (None: none)."""
     answer, _ = find_answer(strip_reasoning(text))
-    item = {"id": doc["id"], "source_video": doc.get("source_video"), "hint_kind": doc["hint_kind"],
+    return {"id": doc["id"], "source_video": doc.get("source_video"), "hint_kind": doc["hint_kind"],
             "hint_source": doc["hint_source"], "domain": doc["domain"],
-            "answer": answer, "missing": {} if answer is not None else {"answer": "no \\boxed{} answer"},
-            "judge": outcome.to_dict(), "acc_r": judged_value(outcome)}
-    return with_unscored(dict.fromkeys(REFLECT_METRICS, item), [text], judge=outcome, judged=REFLECT_JUDGED_METRICS,
-                         doc=doc)
+            "answer": answer, "missing": {} if answer is not None else {"answer": "no \\boxed{} answer"}}
+
+
+def with_verdict(item: Mapping[str, Any], outcome: JudgeOutcome, fields: ItemFields) -> dict[str, Any]:
+    """``item`` with the judge's outcome and the sample's judged share (:func:`judged_value`)."""
+    return {**item, "judge": outcome.to_dict(), fields.judged: judged_value(outcome)}
 
 
 def judged_value(outcome: JudgeOutcome) -> float | None:
-    """One sample's share of acc_r, by ``judged_mean``'s rule: the verdict; 0 when there was nothing to
+    """One sample's judged share, by ``judged_mean``'s rule: the verdict; 0 when there was nothing to
     judge (no boxed answer); None for a judge error (left out of the denominator)."""
     if outcome.skipped and outcome.error is None:
         return 0.0
@@ -124,95 +124,79 @@ def judged_value(outcome: JudgeOutcome) -> float | None:
     return float(outcome.verdict)
 
 
+def without_parsed(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A metric's logged item without what was parsed (logged once, under one metric)."""
+    return {k: v for k, v in item.items() if k != PARSED_FIELD}
+
+
+# ----------------------------------------------------------------------------------------------- aggregations
+
 def _mean_percent(values: Iterable[float]) -> float:
     values = list(values)
     return 100.0 * sum(values) / len(values) if values else 0.0
 
 
-def _judged_percent(items: Sequence[Mapping[str, Any]]) -> float | None:
-    """acc_r of a group (judge errors left out), from the per-sample values; None when nothing was judged."""
-    values = [i["acc_r"] for i in items if i["acc_r"] is not None]
-    return 100.0 * sum(values) / len(values) if values else None
+def percent_mean(field: str) -> Aggregation:
+    """The mean of a per-sample fraction, in percent (0 without items)."""
+    return lambda items: _mean_percent(i[field] for i in items)
 
 
-def agg_acc_i(items):
-    return _mean_percent(i["acc_i"] for i in items)
+def share_true(field: str) -> Aggregation:
+    """The share (percent) of items whose ``field`` is true."""
+    return lambda items: accuracy([bool(i[field]) for i in items])
 
 
-def agg_iou(items):
-    return _mean_percent(i["iou"] for i in items)
+def judged_percent(field: str) -> Callable[[Items], float | None]:
+    """The judged accuracy of a group (judge errors left out), from the per-sample values in ``field``;
+    None when nothing was judged."""
+    def aggregate(items: Items) -> float | None:
+        values = [i[field] for i in items if i[field] is not None]
+        return 100.0 * sum(values) / len(values) if values else None
+    return aggregate
 
 
-def agg_graph_jaccard(items):
-    return _mean_percent(i["graph_jaccard"] for i in items)
+def judged_accuracy(name: str) -> Aggregation:
+    """The judged accuracy from the verdicts; only samples with a verdict reach it (a judge error makes
+    the metric unscored: null, counted). ``name``: the metric, for the log line."""
+    return lambda items: aggregate_judged([i["judge"] for i in items], metric=name, threshold=1.0)
 
 
-def agg_format_rate(items):
-    return accuracy([bool(i["format_ok"]) for i in items])
-
-
-def agg_acc_r(items):
-    """Only samples with a verdict reach this (a judge error makes acc_r unscored: null, counted)."""
-    return aggregate_judged([i["judge"] for i in items], metric="acc_r", threshold=1.0)
-
-
-def agg_acc_r_judge_errors(items):
+def judge_errors(items: Items) -> int:
     return judged_mean([i["judge"] for i in items]).n_errors
 
 
-def agg_parse_fail(items):
+def parse_failures(items: Items) -> dict[str, int]:
+    """Per part of the output format (and the boxed answer): the replies missing it."""
     return {part: sum(1 for i in items if part in i["missing"]) for part in (*PARTS, "answer")}
 
 
-def _table(items: Sequence[Mapping[str, Any]], field: str, names: Mapping[str, str] | None) -> dict[str, dict[str, Any]]:
-    """The paper's Table 2 layout: per group and in total, acc_i, iou and acc_r in percent, and n."""
-    groups: dict[str, list[Mapping[str, Any]]] = {}
-    if names:
-        for key in names:
-            groups[names[key]] = []
-    for item in items:
-        key = item[field]
-        groups.setdefault(names.get(key, key) if names else key, []).append(item)
-    if not names:
-        groups = dict(sorted(groups.items()))
-    groups[TOTAL] = list(items)
-
-    def row(group: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        if not group:
-            return {"acc_i": None, "iou": None, "acc_r": None, "n": 0}
-        return {"acc_i": agg_acc_i(group), "iou": agg_iou(group), "acc_r": _judged_percent(group), "n": len(group)}
-
-    return {name: row(group) for name, group in groups.items()}
-
-
-def agg_by_domain(items):
-    return _table(items, "domain", DOMAINS)
-
-
-def agg_by_error_type(items):
-    return _table(items, "error_type", ERROR_TYPES)
-
-
-def agg_by_solution_source(items):
-    return _table(items, "solution_source", None)
-
-
-def _acc_r_of(kind: str):
-    def agg(items):
-        chosen = [i for i in items if i["hint_kind"] == kind]
-        value = _judged_percent(chosen) if chosen else None
-        return float("nan") if value is None else value
-    return agg
-
-
-agg_acc_r_error_identify = _acc_r_of("error_identify")
-agg_acc_r_rationale = _acc_r_of("rationale")
-
-
-def agg_answer_parse_fail(items):
+def answer_parse_failures(items: Items) -> int:
     return sum(1 for i in items if i["answer"] is None)
 
 
-# A failed model request is unscored, not wrong (lmms_eval_plugins/outcome.py): every metric is null then.
-agg_unscored = count_unscored
-guard_aggregations(globals())
+def table(*, group_by: str, names: Mapping[str, str] | None, columns: Mapping[str, Aggregation]) -> Aggregation:
+    """The paper's Table 2 layout: per group of the item field ``group_by`` (named by ``names``, in their order; else
+    sorted) and in total, each of ``columns`` and n. An empty group has None in every column."""
+    def aggregate(items: Items) -> dict[str, dict[str, Any]]:
+        groups: dict[str, list[Mapping[str, Any]]] = {}
+        if names:
+            for key in names:
+                groups[names[key]] = []
+        for item in items:
+            key = item[group_by]
+            groups.setdefault(names.get(key, key) if names else key, []).append(item)
+        if not names:
+            groups = dict(sorted(groups.items()))
+        groups[TOTAL] = list(items)
+        return {name: {**{c: (agg(group) if group else None) for c, agg in columns.items()}, "n": len(group)}
+                for name, group in groups.items()}
+    return aggregate
+
+
+def hint_accuracy(*, kind: str, field: str) -> Aggregation:
+    """The judged accuracy (percent) of the reflection samples given a hint of ``kind``; NaN without any."""
+    def aggregate(items: Items) -> float:
+        chosen = [i for i in items if i["hint_kind"] == kind]
+        value = judged_percent(field)(chosen) if chosen else None
+        return math.nan if value is None else value
+    return aggregate

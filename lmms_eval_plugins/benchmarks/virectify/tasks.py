@@ -14,18 +14,19 @@ Two tasks share this file (see README.md for the protocol, the parsing rules and
 Parsers are pure and never raise: a missing or broken part of an output scores 0 on its own metric
 only, and the logged sample says what was missing.
 The package, one job a module: ``replies`` (reading the four parts of a reply and the boxed answer),
-``records`` (validating records and videos, task options), ``prompts`` (instructions, frame labels, the
-request hooks), ``scoring`` (per-sample scores, the judge item, aggregations), ``hints`` (reflection
-hints: gold, a hints file, a logged run), ``baselines`` (oracle and chance replies). This module loads a
-task's docs and is what the task folder's ``utils.py`` (lmms-eval's hooks) imports from.
+``records`` (validating records and videos, task options, the gold annotation a doc carries),
+``prompts`` (instructions, frame labels, the request hooks), ``scoring`` (per-sample scores, the judge
+item, aggregations), ``hints`` (reflection hints: gold, a hints file, a logged run), ``baselines``
+(oracle and chance replies), ``spec`` (every metric with its aggregation). This module loads a task's docs, builds each scored item and names in
+``HOOKS`` what the task folder's ``utils.py`` hands lmms-eval (lmms_eval_plugins/task_hooks.py).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from lmms_eval_plugins.benchmarks.virectify import prompts, scoring, spec
 from lmms_eval_plugins.benchmarks.virectify.baselines import (
     chance_responses,
     oracle_response,
@@ -46,9 +47,7 @@ from lmms_eval_plugins.benchmarks.virectify.prompts import (  # noqa: F401  (re-
     REFLECT_INSTRUCTION,
     REFLECT_OUTPUT_FORMAT,
     clock,
-    doc_to_messages,
     doc_to_text,
-    doc_to_visual,
     format_intervals,
     frame_label,
     frame_times,
@@ -68,6 +67,8 @@ from lmms_eval_plugins.benchmarks.virectify.records import (  # noqa: F401  (re-
     VISUAL_MODES,
     _common_fields,
     _options,
+    gold_columns,
+    gold_of,
     load_records,
     normalize_record,
 )
@@ -85,33 +86,8 @@ from lmms_eval_plugins.benchmarks.virectify.replies import (  # noqa: F401  (re-
     step_number,
 )
 from lmms_eval_plugins.benchmarks.virectify.scoring import (  # noqa: F401  (re-exported: the YAMLs' hooks, and what the tests read)
-    JUDGED_METRICS,
-    METRICS,
-    REFLECT_JUDGED_METRICS,
-    REFLECT_METRICS,
-    TOTAL,
-    agg_acc_i,
-    agg_acc_r,
-    agg_acc_r_error_identify,
-    agg_acc_r_judge_errors,
-    agg_acc_r_rationale,
-    agg_answer_parse_fail,
-    agg_by_domain,
-    agg_by_error_type,
-    agg_by_solution_source,
-    agg_format_rate,
-    agg_graph_jaccard,
-    agg_iou,
-    agg_parse_fail,
-    agg_unscored,
-    graph_jaccard,
+    edge_jaccard,
     judge_item,
-    judged_value,
-    process_results,
-    process_results_reflect,
-    score_response,
-    step_accuracy,
-    timestamp_iou,
 )
 from lmms_eval_plugins.data import (
     DataSource,
@@ -121,49 +97,49 @@ from lmms_eval_plugins.data import (
     to_dataset,
 )
 from lmms_eval_plugins.errors import DataError
-from lmms_eval_plugins.judges import JudgeFilter  # noqa: F401  (used by the task YAMLs)
-from lmms_eval_plugins.outcome import (  # noqa: F401 (agg_skipped*: hooks of the task YAMLs)
-    agg_skipped,
-    agg_skipped_by_reason,
-    guard_aggregations,
-)
-from lmms_eval_plugins.tasking import CHANCE_FIELD, ORACLE_FIELD
+from lmms_eval_plugins.judges import JudgeFilter, judged_parts  # noqa: F401  (JudgeFilter: used by the task YAMLs)
+from lmms_eval_plugins.prefetch import prefetched
+from lmms_eval_plugins.task_hooks import item_values
+from lmms_eval_plugins.doc_fields import CHANCE_FIELD, ORACLE_FIELD
 
-# The bundled sample data: set by the task folder's utils.py to the folder beside the YAMLs lmms-eval
-# loaded (an installed or an exported task folder alike).
-SAMPLE_DIR: Path | None = None
+# What the task YAMLs name (lmms_eval_plugins/task_hooks.py adds the aggregations from the spec).
+HOOKS = ("process_docs", "process_docs_reflect", "doc_to_visual", "doc_to_text", "doc_to_messages", "JudgeFilter",
+         "judge_item", "process_results", "process_results_reflect")
+
+# Frames of the next requests are decoded while the model answers this one (docs/frame-cache.md).
+doc_to_messages = prefetched(prompts.doc_to_messages)
+doc_to_visual = prefetched(prompts.doc_to_visual)
 
 
 # ----------------------------------------------------------------------------------------------- loading
 
-def _load(dataset: Any) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], DataSource]:
-    spec = source_spec(dataset)
-    source = resolve_source(BENCHMARK, spec.get("source", "auto"), sample_dir=SAMPLE_DIR, hub_repo=None,
+def _load(dataset: Any, sample_dir: Path | None) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], DataSource]:
+    """``sample_dir``: the bundled sample data beside the YAMLs lmms-eval loaded (task_hooks binds it)."""
+    source_of = source_spec(dataset)
+    source = resolve_source(BENCHMARK, source_of.get("source", "auto"), sample_dir=sample_dir, hub_repo=None,
                             local_layout=LOCAL_LAYOUT)
-    return load_records(source), _options(spec), spec, source
+    return load_records(source), _options(source_of), source_of, source
 
 
-def process_docs(dataset: Any):
-    records, options, _, _ = _load(dataset)
+def process_docs(dataset: Any, sample_dir: Path | None = None):
+    records, options, _, _ = _load(dataset, sample_dir)
     docs = []
     for r in records:
         docs.append({
             **_common_fields(r, options),
-            "gold_labels": json.dumps({str(k): v for k, v in sorted(r["labels"].items())}),
-            "gold_edges": json.dumps(sorted(r["edges"])),
-            "gold_timestamps": json.dumps(r["intervals"]),
+            **gold_columns(r),
             ORACLE_FIELD: oracle_response(r),
             CHANCE_FIELD: chance_responses(len(r["solution"])),
         })
     return to_dataset(stamp_skipped(docs, records))
 
 
-def process_docs_reflect(dataset: Any):
-    records, options, spec, source = _load(dataset)
-    kinds = list(spec.get("hints", HINT_KINDS))
+def process_docs_reflect(dataset: Any, sample_dir: Path | None = None):
+    records, options, source_of, source = _load(dataset, sample_dir)
+    kinds = list(source_of.get("hints", HINT_KINDS))
     if not kinds or any(k not in HINT_KINDS for k in kinds):
         raise DataError(f"bad task option hints={kinds!r}", fix=f"a list drawn from {', '.join(HINT_KINDS)}")
-    path = _hints_path(spec, source)
+    path = _hints_path(source_of, source)
     provided = load_hints(path, [r["id"] for r in records]) if path is not None else None
     docs = []
     for r in records:
@@ -182,4 +158,21 @@ def process_docs_reflect(dataset: Any):
     return to_dataset(stamp_skipped(docs, records))
 
 
-guard_aggregations(globals())  # agg_skipped, agg_skipped_by_reason as the YAMLs name them here
+# ----------------------------------------------------------------------------------------------- scoring
+
+def score_response(doc: Any, text: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the per-sample scores, what was parsed) for one response; scores are fractions 0-1."""
+    return scoring.score_response(doc, text, spec.FIELDS)
+
+
+def process_results(doc, results):
+    text, outcome = judged_parts(results)
+    item, shown = score_response(doc, text)
+    scored = {**scoring.with_verdict(item, outcome, spec.FIELDS), scoring.PARSED_FIELD: shown}
+    return item_values(spec.TEMPLATE, scored, [text], doc=doc, judge=outcome)
+
+
+def process_results_reflect(doc, results):
+    text, outcome = judged_parts(results)
+    item = scoring.with_verdict(scoring.reflect_item(doc, text), outcome, spec.FIELDS)
+    return item_values(spec.REFLECT_TEMPLATE, item, [text], doc=doc, judge=outcome)

@@ -1,6 +1,6 @@
 """Regenerate the report test fixtures: real ``lmms-eval`` output of the oracle and random models.
 
-``python -m lmms_eval_plugins.testing.report_fixtures [--dest tests/data/report_runs]`` runs
+``PYTHONPATH=tests python -m testkit.report_fixtures [--dest tests/data/report_runs]`` runs
 ``--model oracle`` and ``--model random --model_args seed=0`` (with ``--log_samples``) on every
 ``*_sample`` group this package defines (and on every ``*_sample`` task of a benchmark that has no
 such group), then copies trimmed copies of what lmms-eval wrote into ``DEST/oracle/`` and
@@ -31,11 +31,11 @@ from typing import Any
 from lmms_eval_plugins.cli_run import run_lmms_eval
 from lmms_eval_plugins.logged_samples import read_samples
 from lmms_eval_plugins.runs import latest_results, samples_files
-from lmms_eval_plugins.task_list import sample_tasks
+from lmms_eval_plugins.tasks_command import sample_tasks
 
 MODELS: dict[str, tuple[str, str | None]] = {"oracle": ("oracle", None), "random": ("random", "seed=0")}
 MAX_TEXT = 300
-DEFAULT_DEST = Path(__file__).resolve().parents[2] / "tests" / "data" / "report_runs"
+DEFAULT_DEST = Path(__file__).resolve().parents[1] / "data" / "report_runs"
 
 
 def _cut(value: Any) -> Any:
@@ -351,7 +351,7 @@ def save_screenshot(dest: Path, png: Path, height: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lmms_eval_plugins.testing.report_fixtures", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m testkit.report_fixtures", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dest", type=Path, default=DEFAULT_DEST, help="where oracle/ and random/ go (default: %(default)s)")
     parser.add_argument("--tasks", help="comma-separated tasks or groups instead of every *_sample one")

@@ -14,7 +14,7 @@ import pytest
 import lmms_eval_plugins
 from lmms_eval_plugins import tasks_dir
 from lmms_eval_plugins.benchmark import ordered_benchmarks
-from lmms_eval_plugins.task_list import SOURCE_NOTE, mark_source_only
+from lmms_eval_plugins.tasks_command import SOURCE_NOTE, mark_source_only
 
 REPO = Path(__file__).resolve().parents[1]
 # where each shipped top folder of the repository lives in the installed package (pyproject's package-dir)

@@ -1,0 +1,142 @@
+"""CausalStep's aggregations: the per-request items in, one number (or breakdown) out.
+
+Every metric is computed here, from the items of every rank, never from the filter's logged chains
+(which lmms-eval cannot line up across ranks or with ``--offset``): each video's chain is replayed
+from its items (:func:`video_chain`, Algorithm 1 in protocol.py). A video whose requests were cut
+short (a ``--limit`` run) is left out of the chain metrics and counted. spec.py names which
+aggregation each metric uses. Pure functions of the items tasks.py builds (``video_id``,
+``category``, ``n_segments``, ``segment``, ``kind``, ``restart``, ``gold``, ``pred``, ``correct``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from lmms_eval_plugins.benchmarks.causalstep.protocol import (
+    DESC,
+    ID_FIELD,
+    ISOLATED,
+    replay_chain,
+    request_id,
+)
+from lmms_eval_plugins.metrics import accuracy
+
+Items = Sequence[Mapping[str, Any]]
+Aggregation = Callable[[Items], Any]
+CHAIN_FIELD, CHAIN_ON_FIELD = "chain", "chain_on"  # the video's replayed chain, and the request holding it
+LOG_FIELDS = (CHAIN_FIELD, CHAIN_ON_FIELD)  # logged on one metric's item only (spec.py)
+NO_CATEGORY = "(none)"
+
+
+def request_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The request's own fields, without the logged chain (every metric's item but the one that logs it)."""
+    return {k: v for k, v in item.items() if k not in LOG_FIELDS}
+
+
+def video_chain(items: Items) -> dict[str, Any]:
+    """Replay Algorithm 1 for one video from its request items (JSON-serialisable).
+
+    ``complete`` is False when a question the chain asks has no item (e.g. a ``--limit`` run that
+    cut the video's requests short); such a video is left out of the chain metrics and counted.
+    """
+    first = items[0]
+    video_id, n, restart = first["video_id"], int(first["n_segments"]), first["restart"]
+    by_key = {(it["kind"], int(it["segment"])): it for it in items}
+    try:
+        replay = replay_chain(n, lambda kind, segment: bool(by_key[(kind, segment)]["correct"]), restart)
+    except KeyError as exc:
+        kind, segment = exc.args[0]
+        return {"video_id": video_id, "category": first["category"], "complete": False,
+                "missing": request_id(video_id, segment, kind)}
+    out = {"video_id": video_id, "category": first["category"], "complete": True, **replay.to_dict()}
+    out["steps"] = [
+        {"step": k, ID_FIELD: request_id(video_id, s["segment"], s["kind"]), **s,
+         "pred": by_key[(s["kind"], s["segment"])]["pred"], "gold": by_key[(s["kind"], s["segment"])]["gold"]}
+        for k, s in enumerate(out["steps"], start=1)
+    ]
+    return out
+
+
+def chains(items: Items) -> list[dict[str, Any]]:
+    """Every video's replayed chain, in order of first appearance (the filter's logged chains come
+    from the same function)."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for item in items:
+        groups.setdefault(item["video_id"], []).append(item)
+    return [video_chain(group) for group in groups.values()]
+
+
+def complete_chains(items: Items) -> list[dict[str, Any]]:
+    return [c for c in chains(items) if c["complete"]]
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+# ------------------------------------------------------------------------ the paper's seven metrics
+
+def chain_success_rate(items: Items) -> float:
+    """CSR: % of videos whose whole chain was answered without a wrong answer."""
+    return 100.0 * _mean([1.0 if c["completed"] else 0.0 for c in complete_chains(items)])
+
+
+def average_max_chain_length(items: Items) -> float:
+    """AMCL: the mean over videos of the longest run of correct answers (in questions)."""
+    return _mean([c["longest_chain"] for c in complete_chains(items)])
+
+
+def max_chain_length(items: Items) -> int:
+    """MCL: the longest run of correct answers over all videos (in questions)."""
+    return max((c["longest_chain"] for c in complete_chains(items)), default=0)
+
+
+def restart_frequency(items: Items) -> float:
+    """RF: the mean number of restarts (wrong answers) per video."""
+    return _mean([c["restarts"] for c in complete_chains(items)])
+
+
+def weighted_score(items: Items) -> float:
+    """WS: the mean over videos of the chain's weighted score."""
+    return _mean([c["score"] for c in complete_chains(items)])
+
+
+def perfect_weighted_score(items: Items) -> float:
+    """The mean over videos of N(N+1)/2, the weighted score of a perfect chain on this data."""
+    return _mean([c["n_segments"] * (c["n_segments"] + 1) / 2 for c in complete_chains(items)])
+
+
+def descriptive_accuracy(items: Items) -> float:
+    """DUA: % of descriptive questions answered right (every one of them, in or out of the chain)."""
+    return accuracy([bool(i["correct"]) for i in items if i["kind"] == DESC])
+
+
+def isolated_causal_accuracy(items: Items) -> float:
+    """ICRA: % of causal questions answered right when shown their segment alone, without history."""
+    return accuracy([bool(i["correct"]) for i in items if i["kind"] == ISOLATED])
+
+
+# ------------------------------------------------------------------------ counts and breakdowns
+
+def complete_videos(items: Items) -> int:
+    return len(complete_chains(items))
+
+
+def count_incomplete_videos(items: Items) -> int:
+    return sum(1 for c in chains(items) if not c["complete"])
+
+
+def parse_failures(items: Items) -> int:
+    return sum(1 for i in items if i["pred"] is None)
+
+
+def per_category(metrics: Mapping[str, Aggregation]) -> Aggregation:
+    """The ``metrics`` (name -> aggregation) per video category, categories sorted by name."""
+    def aggregate(items: Items) -> dict[str, dict[str, Any]]:
+        groups: dict[str, list[Mapping[str, Any]]] = {}
+        for item in items:
+            groups.setdefault(item["category"] or NO_CATEGORY, []).append(item)
+        return {category: {name: metric(groups[category]) for name, metric in metrics.items()}
+                for category in sorted(groups)}
+    return aggregate

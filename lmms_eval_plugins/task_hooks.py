@@ -1,0 +1,121 @@
+"""What a task folder's ``utils.py`` hands lmms-eval, built from the benchmark's spec.
+
+lmms-eval names every hook in a task YAML as ``!function utils.<name>``. A benchmark's ``utils.py`` is
+a few lines (:func:`utils_source`) calling :func:`task_hooks`, which returns:
+
+- the benchmark's own hooks (the names in its hooks module's ``HOOKS``: ``process_docs_*``,
+  ``doc_to_*``, ``process_results*``, filters), each bound to the sample data beside that ``utils.py``
+  (a hook taking ``sample_dir``), so no module is ever written to;
+- ``agg_<metric>`` for every metric of every metric list of the spec, from ``Metric.aggregate``,
+  null when an item is unscored (lmms_eval_plugins/outcome.py); the run-wide counts are the core's.
+
+A ``process_results`` hook scores one item (the benchmark's code) and returns :func:`item_values`:
+the item under each metric of its list, as the spec says. So a metric is added, renamed or removed in
+the spec alone.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from lmms_eval_plugins.benchmark import Benchmark, Metric
+from lmms_eval_plugins.outcome import (
+    SKIPPED_BY_REASON_METRIC,
+    SKIPPED_METRIC,
+    UNSCORED_METRIC,
+    agg_skipped,
+    agg_skipped_by_reason,
+    count_unscored,
+    guard,
+    with_unscored,
+)
+
+SAMPLE_DATA = "sample_data"  # the bundled sample records, beside the task YAMLs
+# Counts every task reports, computed by the core from the run (never by a benchmark's scorer).
+RUN_COUNTS = {SKIPPED_METRIC: agg_skipped, SKIPPED_BY_REASON_METRIC: agg_skipped_by_reason,
+              UNSCORED_METRIC: count_unscored}
+
+
+class SpecError(ValueError):
+    """A spec that cannot drive its tasks (a metric with no aggregation, a hook that is missing)."""
+
+
+def aggregation_of(metric: Metric, benchmark: str = "") -> Any:
+    """``metric``'s aggregation hook: its ``aggregate``, made null-safe, or the core's run-wide count."""
+    if metric.aggregate is not None:
+        return guard(metric.aggregate)
+    if metric.name in RUN_COUNTS:
+        return RUN_COUNTS[metric.name]
+    raise SpecError(f"{benchmark or 'a benchmark'}: metric {metric.name!r} declares no aggregate; "
+                    f"fix: give it Metric(..., aggregate=<items -> value>) in the benchmark's spec.py")
+
+
+def _bound_to_sample_dir(hook: Any, sample_dir: Path) -> Any:
+    """``hook`` with ``sample_dir`` filled in, when it takes one (process_docs hooks read sample data)."""
+    try:
+        takes = "sample_dir" in inspect.signature(hook).parameters
+    except (TypeError, ValueError):  # a class or builtin: nothing to bind
+        return hook
+    if not takes:
+        return hook
+
+    @functools.wraps(hook)
+    def bound(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("sample_dir", sample_dir)
+        return hook(*args, **kwargs)
+
+    return bound
+
+
+def task_hooks(spec: Benchmark, hooks: ModuleType, folder: Path) -> dict[str, Any]:
+    """Every name the task YAMLs of ``spec`` may call, for the ``utils.py`` in ``folder``."""
+    names = getattr(hooks, "HOOKS", None)
+    if not isinstance(names, (tuple, list)):
+        raise SpecError(f"{hooks.__name__} has no HOOKS tuple; fix: list there the hooks its task YAMLs name")
+    sample_dir = folder / SAMPLE_DATA
+    out: dict[str, Any] = {"SAMPLE_DIR": sample_dir}
+    for name in names:
+        if not hasattr(hooks, name):
+            raise SpecError(f"{hooks.__name__}.HOOKS names {name!r}, which it does not define")
+        out[name] = _bound_to_sample_dir(getattr(hooks, name), sample_dir)
+    declared: dict[str, Metric] = {}
+    for metrics in spec.metric_lists.values():
+        for metric in metrics:
+            first = declared.setdefault(metric.hook, metric)
+            if first.aggregate is not metric.aggregate:  # one YAML hook name, two computations: refuse
+                raise SpecError(f"{spec.name}: two metrics aggregate through {metric.hook} differently "
+                                f"({first.name!r} and {metric.name!r}); fix: share one aggregate, or give one "
+                                f"Metric(..., aggregation='agg_<other name>')")
+            out.setdefault(metric.hook, aggregation_of(metric, spec.name))
+    return out
+
+
+def item_values(metrics: Sequence[Metric], item: Mapping[str, Any], responses: Sequence[Any], *,
+                doc: Mapping[str, Any] | None = None, judge: Any = None) -> dict[str, Any]:
+    """``process_results``' return for one item: each metric's value (``per_item`` of the scored item,
+    else the item itself) plus the run-wide counts, unscored where the request or the judge failed."""
+    scored = dict(item)
+    for metric in metrics:  # the headline's 0/1 under the metric's name, for lmms-eval's score_key
+        if metric.item_score and metric.name not in scored and metric.item_score in scored:
+            scored[metric.name] = float(scored[metric.item_score])
+    per_metric = {m.name: (m.per_item(scored) if m.per_item else scored)
+                  for m in metrics if m.name not in RUN_COUNTS}
+    judged = [m.name for m in metrics if m.needs_judge]
+    return with_unscored(per_metric, responses, judge=judge, judged=judged, doc=doc)
+
+
+def utils_source(benchmark: str, package: str, hooks: str = "tasks") -> str:
+    """The text of a task folder's ``utils.py``: ``package`` holds ``spec.py`` (``BENCHMARK``) and the
+    hooks module ``hooks`` (written by the scaffold; a test keeps ours equal to it)."""
+    return (f'"""lmms-eval\'s `!function utils.*` hooks for the {benchmark} tasks, built from the benchmark\'s '
+            f'spec\n(lmms_eval_plugins/task_hooks.py): edit {package}, not this file."""\n\n'
+            f"from pathlib import Path\n\n"
+            f"from {package} import {hooks} as _hooks\n"
+            f"from {package}.spec import BENCHMARK as _spec\n"
+            f"from lmms_eval_plugins.task_hooks import task_hooks\n\n"
+            f"globals().update(task_hooks(_spec, _hooks, Path(__file__).resolve().parent))\n")
