@@ -17,13 +17,17 @@ import importlib
 import importlib.util
 import logging
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
 ENTRY_POINT_GROUP = "lmms_eval_plugins.benchmarks"
+
+# What an aggregation reads (the per-item values process_results logged) and what it is.
+Items = Sequence[Mapping[str, Any]]
+Aggregation = Callable[[Items], Any]
 
 log = logging.getLogger(__name__)
 

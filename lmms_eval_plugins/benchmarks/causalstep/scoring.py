@@ -10,9 +10,10 @@ aggregation each metric uses. Pure functions of the items tasks.py builds (``vid
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lmms_eval_plugins.benchmark import Aggregation, Items
 from lmms_eval_plugins.benchmarks.causalstep.protocol import (
     DESC,
     ID_FIELD,
@@ -22,8 +23,6 @@ from lmms_eval_plugins.benchmarks.causalstep.protocol import (
 )
 from lmms_eval_plugins.metrics import accuracy
 
-Items = Sequence[Mapping[str, Any]]
-Aggregation = Callable[[Items], Any]
 CHAIN_FIELD, CHAIN_ON_FIELD = "chain", "chain_on"  # the video's replayed chain, and the request holding it
 LOG_FIELDS = (CHAIN_FIELD, CHAIN_ON_FIELD)  # logged on one metric's item only (spec.py)
 NO_CATEGORY = "(none)"

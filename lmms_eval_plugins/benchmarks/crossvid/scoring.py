@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lmms_eval_plugins.benchmark import Items
 from lmms_eval_plugins.benchmarks.crossvid.records import _OPTION_LETTER, from_row
 from lmms_eval_plugins.judges import (
     JudgeItem,
@@ -22,7 +23,6 @@ from lmms_eval_plugins.parsing import (
     parse_order,
 )
 
-Items = Sequence[Mapping[str, Any]]
 
 
 # ----------------------------------------------------------------------------------------------- scoring

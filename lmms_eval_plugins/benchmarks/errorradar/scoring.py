@@ -8,17 +8,16 @@ aggregation each metric uses. Pure functions of the items tasks.py builds (``gol
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from lmms_eval_plugins.benchmark import Aggregation, Items
 from lmms_eval_plugins.metrics import (accuracy, breakdown, confusion_matrix, distribution, macro_prf, mean_std_by_key,
                                        per_class_prf)
 from lmms_eval_plugins.doc_fields import by_round, round_mean_std
 
 CATEGORIES = ("VIS", "CAL", "REAS", "KNOW", "MIS")  # the paper's column order (Tables 4-6)
 
-Items = Sequence[Mapping[str, Any]]
-Aggregation = Callable[[Items], Any]
 
 
 def item_accuracy(items: Items) -> float:

@@ -9,11 +9,12 @@ tasks.py builds (``question_id``, ``domain``, ``subdomain``, ``label``, ``gold``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from loguru import logger
 
+from lmms_eval_plugins.benchmark import Aggregation, Items
 from lmms_eval_plugins.benchmarks.mmerror.labels import (
     ABSENT,
     ALL_LABELS,
@@ -33,8 +34,6 @@ from lmms_eval_plugins.metrics import (
     macro_over_groups,
 )
 
-Items = Sequence[Mapping[str, Any]]
-Aggregation = Callable[[Items], Any]
 
 
 def replay_epd(items: Items, *, official: bool = False) -> tuple[list[dict[str, Any]], int]:

@@ -10,7 +10,7 @@ import ast
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from lmms_eval_plugins.parsing import (
@@ -251,6 +251,18 @@ def key_times(content: str, *, cut_off: bool = False) -> list[tuple[float, float
     return found or None
 
 
+def _read_part(body: str, tag: str, what: str, read: Callable[[str], Any], missing: dict[str, str]) -> Any:
+    """One tagged part of a reply, read by ``read`` (None when unreadable); why it is absent goes to ``missing``."""
+    content = extract_tag(body, tag)
+    if content is None:
+        missing[tag] = f"no <{tag}> tag"
+        return None
+    value = read(content)
+    if value is None:
+        missing[tag] = f"no readable {what} in <{tag}>"
+    return value
+
+
 def parse_response(text: Any) -> dict[str, Any]:
     """Read the four parts of a ViRectify answer. Never raises.
 
@@ -262,32 +274,10 @@ def parse_response(text: Any) -> dict[str, Any]:
     body = strip_reasoning(_text(text))
     missing: dict[str, str] = {}
 
-    labels: dict[int, str] | None = None
-    content = extract_tag(body, "error_identify")
-    if content is None:
-        missing["error_identify"] = "no <error_identify> tag"
-    else:
-        labels = parse_step_labels(content) or None
-        if labels is None:
-            missing["error_identify"] = "no readable step label in <error_identify>"
-
-    edges: set[tuple[int, int]] | None = None
-    content = extract_tag(body, "error_graph")
-    if content is None:
-        missing["error_graph"] = "no <error_graph> tag"
-    else:
-        edges = parse_graph(content)
-        if edges is None:
-            missing["error_graph"] = "no readable graph in <error_graph>"
-
-    intervals: list[tuple[float, float]] | None = None
-    content = extract_tag(body, "timestamps")
-    if content is None:
-        missing["timestamps"] = "no <timestamps> tag"
-    else:
-        intervals = key_times(content, cut_off=tag_runs_to_end(body, "timestamps"))
-        if intervals is None:
-            missing["timestamps"] = "no readable interval in <timestamps>"
+    labels = _read_part(body, "error_identify", "step label", lambda c: parse_step_labels(c) or None, missing)
+    edges = _read_part(body, "error_graph", "graph", parse_graph, missing)
+    intervals = _read_part(body, "timestamps", "interval",
+                           lambda c: key_times(c, cut_off=tag_runs_to_end(body, "timestamps")), missing)
 
     rationale = extract_tag(body, "rationale")
     answer, where = find_answer(body, rationale)

@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from lmms_eval_plugins.benchmark import Aggregation, Items
 from lmms_eval_plugins.benchmarks.virectify.records import gold_of
 from lmms_eval_plugins.benchmarks.virectify.replies import (
     PARTS,
@@ -31,8 +32,6 @@ from lmms_eval_plugins.parsing import strip_reasoning
 TOTAL = "Total"
 PARSED_FIELD = "parsed"  # what was read from the reply: logged once per sample (spec.py says under which metric)
 
-Items = Sequence[Mapping[str, Any]]
-Aggregation = Callable[[Items], Any]
 
 
 class ItemFields(NamedTuple):
