@@ -64,12 +64,12 @@ def bench_doc(workdir: Path, videos: list[Path], frames: int) -> tuple[object, d
     (workdir / "crossvid" / "QA" / "CC.json").write_text(json.dumps([record]))
     os.environ["LMMS_EVAL_PLUGINS_DATA_ROOT"] = str(workdir)
     (doc,) = cv.load_docs({"benchmark": "crossvid", "source": "auto", "frames": frames}, "CC")
-    return cv, cv.to_row(doc)
+    return cv, doc
 
 
 def methods(cv, doc: dict) -> dict[str, Callable[[], object]]:
     plan = cv.plan_frames(doc)  # the indices the task decodes, per video
-    paths = [m["path"] for m in cv.from_row(doc)["media"]]
+    paths = [m["path"] for m in doc["media"]]
 
     def raw(threads: int):
         return lambda: [decord.VideoReader(p, ctx=decord.cpu(0), num_threads=threads).get_batch(p_plan[2]).asnumpy()

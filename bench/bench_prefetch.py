@@ -158,7 +158,8 @@ def run_mode(workdir: Path, latency: dict[str, float]) -> dict[str, Any]:
 
     cv, cs = load_task_utils("crossvid"), load_task_utils("causalstep")
     datasets = {
-        "crossvid": (cv, to_dataset([cv.to_row(d) for d in cv.load_docs({"benchmark": "crossvid", "source": "auto"}, "CC")])),
+        "crossvid": (cv, to_dataset(cv.load_docs({"benchmark": "crossvid", "source": "auto"}, "CC"),
+                                    features=cv.row_features("CC"))),
         "causalstep": (cs, cs.process_docs([{"benchmark": "causalstep", "source": "auto", "frames_per_segment": 8,
                                              "max_long_side": 448}])),
     }

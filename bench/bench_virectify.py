@@ -46,13 +46,14 @@ def make_doc(i: int, rng: random.Random) -> dict[str, Any]:
     stamps = [[round(start + 15 * j, 1), round(start + 15 * j + rng.uniform(2, 12), 1)] for j in range(rng.randint(1, 3))]
     return {"id": f"vr-{i:06d}", "domain": rng.choice(list(vr.DOMAINS)), "error_type": rng.choice(list(vr.ERROR_TYPES)),
             "solution_source": rng.choice(SOURCES), "question": f"Question {i}?", "answer": rng.choice("ABCD"),
-            "gold_labels": json.dumps(labels), "gold_edges": json.dumps(edges), "gold_timestamps": json.dumps(stamps)}
+            **vr.gold_columns({"labels": {int(k): v for k, v in labels.items()}, "edges": {tuple(e) for e in edges},
+                               "intervals": stamps})}
 
 
 def make_output(doc: dict[str, Any], rng: random.Random) -> str:
-    labels = json.loads(doc["gold_labels"])
-    edges = [tuple(e) for e in json.loads(doc["gold_edges"])]
-    stamps = [tuple(s) for s in json.loads(doc["gold_timestamps"])]
+    gold = vr.gold_of(doc)
+    labels = {str(k): v for k, v in sorted(gold.labels.items())}
+    edges, stamps = sorted(gold.edges), list(gold.intervals)
     kind = rng.random()
     if kind < 0.25:  # partly wrong: a flipped label, a shifted and an overlapping interval, a cycle
         k = rng.choice(list(labels))

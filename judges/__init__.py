@@ -2,7 +2,8 @@
 
 Judges are found through the entry-point group ``lmms_eval_plugins.judges``; built-ins:
 ``semantic_match`` / ``semantic_match_offline`` (binary answer match, ViRectify) and
-``rubric`` / ``rubric_offline`` (scoring points, CrossVid CCQA).  See docs/judges.md.
+``rubric`` / ``rubric_offline`` (scoring points; the LLM judge sends the instructions its benchmark's
+spec declares).  See docs/judges.md.
 
 The lmms-eval integration (``JudgeFilter`` and the process_results/aggregation helpers) is loaded
 lazily, so importing this package does not import lmms-eval.
@@ -36,7 +37,6 @@ from .registry import (
     resolve_judge_name,
     unregister_judge,
 )
-from .rubric import rubric_micro_average, rubric_per_question_mean
 from .runtime import JudgeRuntime, RuntimeSettings
 from .session import JudgeSession, get_runtime
 
@@ -83,8 +83,6 @@ __all__ = [
     "neutralise",
     "register_judge",
     "resolve_judge_name",
-    "rubric_micro_average",
-    "rubric_per_question_mean",
     "strip_think",
     "unregister_judge",
 ]

@@ -8,8 +8,9 @@ strings) and the human per-point ``coverage`` and ``correctness`` lists (0/1 or 
 
 Reports raw agreement and Cohen's kappa (for rubric judges: per point, for coverage and for
 correctness), each with a percentile bootstrap confidence interval over samples (questions for
-rubric judges), seeded so the interval is reproducible.  Samples the judge could not judge are
-excluded and counted.  Verdicts go through the judge runtime, so they are cached.
+rubric judges), seeded so the interval is reproducible.  Samples the judge could not judge, and
+verdicts that are no 0/1 labels (a strict reading's NaN), are excluded and counted.
+Verdicts go through the judge runtime, so they are cached.
 """
 
 from __future__ import annotations
@@ -164,6 +165,56 @@ def rubric_agreement(questions: Sequence[dict[str, list[int]]], *, n_resamples: 
     return out
 
 
+def verdict_flags(values: Any, n_points: int) -> list[int] | None:
+    """A rubric verdict's coverage or correctness list as 0/1 flags, one per scoring point, or None when
+    it is not that: a verdict read as the official CCQA scorer reads it keeps what the judge wrote
+    (``"NaN"``, ``0.5``, ``2``, a list of another length), which is no 0/1 label to agree with."""
+    if not isinstance(values, (list, tuple)) or len(values) != n_points:
+        return None
+    flags = []
+    for value in values:
+        if isinstance(value, bool) or (isinstance(value, (int, float)) and value in (0, 1)):
+            flags.append(int(value))
+        else:
+            return None
+    return flags
+
+
+def rubric_questions(rows: Sequence[tuple[Any, Any]], outcomes: Sequence[Any]) -> tuple[list[dict[str, list[int]]], list[tuple[str, str]]]:
+    """(questions for :func:`rubric_agreement`, [(item id, why excluded)]) from judged rows
+    ((item, (coverage, correctness)) human labels) and their outcomes: a judge error, or a verdict whose
+    lists are not one 0/1 flag per scoring point, is excluded and named."""
+    questions, excluded = [], []
+    for (item, (coverage, correctness)), outcome in zip(rows, outcomes):
+        if not outcome.ok:
+            excluded.append((item.item_id, outcome.error))
+            continue
+        detail = outcome.detail or {}
+        judged = (verdict_flags(detail.get("coverage"), len(coverage)), verdict_flags(detail.get("correctness"), len(correctness)))
+        if judged[0] is None or judged[1] is None:
+            why = (f"the verdict's lists are not one 0/1 flag per scoring point (coverage {detail.get('coverage')!r}, "
+                   f"correctness {detail.get('correctness')!r})")
+            excluded.append((item.item_id, why))
+            continue
+        questions.append({"judge_coverage": judged[0], "judge_correctness": judged[1],
+                          "human_coverage": list(coverage), "human_correctness": list(correctness)})
+    return questions, excluded
+
+
+def binary_pairs(rows: Sequence[tuple[Any, int]], outcomes: Sequence[Any]) -> tuple[list[tuple[int, int]], list[tuple[str, str]]]:
+    """((judge, human) per sample, [(item id, why excluded)]): a judge error or a verdict that is not a
+    finite number is excluded and named."""
+    pairs, excluded = [], []
+    for (item, label), outcome in zip(rows, outcomes):
+        if not outcome.ok:
+            excluded.append((item.item_id, outcome.error))
+        elif not isinstance(outcome.verdict, (int, float)) or not math.isfinite(outcome.verdict):
+            excluded.append((item.item_id, f"the verdict {outcome.verdict!r} is not a number"))
+        else:
+            pairs.append((int(round(outcome.verdict)), label))
+    return pairs, excluded
+
+
 # ---- input -------------------------------------------------------------------------------------
 
 
@@ -267,22 +318,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     outcomes = runtime.judge_items(judge, [item for item, _ in rows], model=model, endpoint=endpoint, settings=settings)
-    errors = [(item.item_id, o.error) for (item, _), o in zip(rows, outcomes) if not o.ok]
     boot = {"n_resamples": args.bootstrap, "confidence": args.confidence, "seed": args.seed}
     if judge.kind == "rubric":
-        questions = [
-            {
-                "judge_coverage": [int(v) for v in o.detail["coverage"]],
-                "judge_correctness": [int(v) for v in o.detail["correctness"]],
-                "human_coverage": label[0],
-                "human_correctness": label[1],
-            }
-            for (_, label), o in zip(rows, outcomes)
-            if o.ok
-        ]
+        questions, errors = rubric_questions(rows, outcomes)
         stats = rubric_agreement(questions, **boot)
     else:
-        pairs = [(int(round(o.verdict)), label) for (_, label), o in zip(rows, outcomes) if o.ok and o.verdict is not None]
+        pairs, errors = binary_pairs(rows, outcomes)
         stats = binary_agreement(pairs, **boot)
     result = {
         "judge": judge.describe(),

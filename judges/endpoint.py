@@ -6,7 +6,6 @@ The key never leaves an :class:`Endpoint` (its repr hides it); messages name onl
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -209,8 +208,14 @@ def resolve_model(default_model: str | None, env: Mapping[str, str] | None = Non
 
 
 ANNOUNCE_PREFIX = "lmms-eval-plugins judge:"
-_announced: set[tuple[Any, ...]] = set()
-_announced_lock = threading.Lock()
+
+
+def _first_time(key: tuple[Any, ...]) -> bool:
+    """Whether this run has not said ``key`` yet: the run's judge session remembers what it said."""
+    # imported here: session.py imports runtime.py, which imports this module
+    from .session import current_session
+
+    return current_session().first_time(key)
 
 
 def announcement(judge_name: str, version: str | None, model: str | None, endpoint: Endpoint | None) -> str:
@@ -224,24 +229,19 @@ def announcement(judge_name: str, version: str | None, model: str | None, endpoi
 
 
 def announce_judge(judge_name: str, version: str | None, model: str | None, endpoint: Endpoint | None) -> bool:
-    """Log :func:`announcement` once per process per judge, model and endpoint; True if it was logged."""
+    """Log :func:`announcement` once per run (and process) per judge, model and endpoint; True if it was logged."""
     key = (os.getpid(), judge_name, version, model, endpoint.host if endpoint else None, endpoint.source if endpoint else None)
-    with _announced_lock:
-        if key in _announced:
-            return False
-        _announced.add(key)
+    if not _first_time(key):
+        return False
     logger.info(announcement(judge_name, version, model, endpoint))
     return True
 
 
 def announce_unavailable(judge_name: str, problem: str) -> bool:
-    """Log once per process why a judge cannot judge in this run (lmms-eval builds a task's filters more
-    than once, and several tasks share a judge); True if it was logged."""
-    key = (os.getpid(), "unavailable", judge_name, problem)
-    with _announced_lock:
-        if key in _announced:
-            return False
-        _announced.add(key)
+    """Log once per run (and process) why a judge cannot judge in this run (lmms-eval builds a task's
+    filters more than once, and several tasks share a judge); True if it was logged."""
+    if not _first_time((os.getpid(), "unavailable", judge_name, problem)):
+        return False
     logger.error(
         f"judge for {judge_name!r} is not available: {problem}\nThe model still runs; the judged metrics of "
         "its tasks will be null (unscored) until `lmms-eval-plugins score OUTPUT_PATH` is run with a judge configured."
@@ -250,6 +250,7 @@ def announce_unavailable(judge_name: str, problem: str) -> bool:
 
 
 def forget_announcements() -> None:
-    """Forget which judges were announced (tests, through ``reset_runtimes``)."""
-    with _announced_lock:
-        _announced.clear()
+    """Forget which judges this run announced (tests; a new run's session starts with none)."""
+    from .session import current_session
+
+    current_session().forget_said()

@@ -132,7 +132,8 @@ class JudgeFilter(Filter):
             self._configure(judge, default_model, sampling, concurrency, cache_path)
         except JudgeConfigError as exc:
             self.unavailable = str(exc)
-            announce_unavailable(judge, self.unavailable)  # said once per process, however often filters are built
+            if not judging_deferred():  # a --predict_only run needs no endpoint: nothing to warn about
+                announce_unavailable(judge, self.unavailable)  # said once per run, however often filters are built
 
     def _configure(self, judge: str, default_model: str | None, sampling: Mapping[str, Any] | None,
                    concurrency: int | None, cache_path: str | None) -> None:
@@ -163,7 +164,7 @@ class JudgeFilter(Filter):
                 runtime.cache.check_writable()
             except OSError as exc:
                 raise JudgeConfigError(f"{exc}. Set LMMS_EVAL_PLUGINS_JUDGE_CACHE to a writable file path.") from exc
-            # where the judge traffic goes: once per process per judge, model and endpoint, before inference
+            # where the judge traffic goes: once per run per judge, model and endpoint, before inference
             announce_judge(self.judge.name, self.judge.version, self.model, self.endpoint)
             logger.debug(f"judge: {self.judge_name} cache {runtime.cache_path}; concurrency {self.settings.concurrency}")
 
@@ -174,10 +175,10 @@ class JudgeFilter(Filter):
 
     def not_judging(self) -> str | None:
         """Why this filter makes no judge calls in this run (None: it judges)."""
-        if self.unavailable:
-            return f"not judged: {self.unavailable}"
         if judging_deferred():
             return "not judged: --predict_only run (finish it with lmms-eval-plugins score)"
+        if self.unavailable:
+            return f"not judged: {self.unavailable}"
         return None
 
     def apply(self, resps: Sequence[Any], docs: Any) -> list[list[JudgedResponse]]:
@@ -213,7 +214,7 @@ class JudgeFilter(Filter):
             name, version = (self.judge.name, self.judge.version) if hasattr(self, "judge") else (self.requested, "?")
             outcomes = [JudgeOutcome(name, version, self.model, skipped=True) if items[i] is None
                         else JudgeOutcome(name, version, self.model, error=not_judging) for i in live]
-            why = "judge not available (said above)" if self.unavailable else not_judging  # the cause once, in full
+            why = "judge not available (said above)" if self.unavailable and not judging_deferred() else not_judging
             logger.warning(f"judge {name}: {why}; {sum(o.error is not None for o in outcomes)} responses left unscored")
         else:
             outcomes = self.runtime.judge_items(

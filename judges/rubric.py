@@ -1,12 +1,12 @@
-"""``rubric``: scoring-point judge (CrossVid CCQA), its offline twin, and the CCQA aggregations.
+"""``rubric``: scoring-point judge, its offline twin, and the reading of its replies.
 
 For every scoring point the judge marks ``coverage`` (the output addresses it explicitly) and
 ``correctness`` (its details agree with the standard answer; an uncovered point is not correct).
-The LLM judge uses the official CrossVid CCQA prompt (see ``prompts/rubric_system.txt`` for the
-source) and reads its reply format ``<score>{"coverage": [...], "correctness": [...]}</score>``.
+The LLM judge sends the instructions of the benchmark that uses it (its spec's ``judge_prompt``,
+:func:`~lmms_eval_plugins.judges.registry.declared_prompt`; the benchmark's aggregations live beside
+them) and reads the reply format ``<score>{"coverage": [...], "correctness": [...]}</score>``.
 
-The per-question verdict is ``(covered + correct) / (2 * points)``; the benchmark score is the
-official scorer's micro-average over questions (:func:`rubric_micro_average`). A task's strict mode
+The per-question verdict is ``(covered + correct) / (2 * points)``. A task's strict mode
 (:func:`reads_officially`) reads the judge's reply as ``eval/score_CCQA.py`` does, numbers and list
 lengths as written (:func:`official_lists`, :func:`official_verdict`).
 
@@ -21,22 +21,21 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from .base import (
     JudgeItem,
-    JudgeOutcome,
     LLMJudge,
     OfflineJudge,
     ReplyParseError,
     Verdict,
     data_block,
-    load_prompt,
     quoted_from,
     strip_think,
     verdict_nonce,
 )
+from .registry import declared_prompt
 
 # The reply format the official prompt asks for: one <score>...</score> block holding the JSON object.
 # Tag variants (case, inner spaces) are only recognised so that a second block, in any spelling, is
@@ -190,13 +189,6 @@ def mark_value(mark: Any) -> float | int:
     return _NON_FINITE.get(mark, math.nan) if isinstance(mark, str) else math.nan
 
 
-def _as_float(value: float | int) -> float:
-    try:
-        return float(value)
-    except OverflowError:  # an int beyond a float's range
-        return math.copysign(math.inf, value)
-
-
 def official_sum(coverage: Iterable[Any], correctness: Iterable[Any]) -> float | int:
     """``sum(score["coverage"] + score["correctness"])``, one question's points in ``eval/score_CCQA.py``
     (``update``): added in that order, so a NaN or opposite infinities make it NaN."""
@@ -286,13 +278,14 @@ class RubricJudge(LLMJudge):
     name: ClassVar[str] = "rubric"
     version: ClassVar[str] = "1"
     kind: ClassVar[str] = "rubric"
-    description: ClassVar[str] = "per scoring point coverage and correctness (the official CCQA scoring prompt)"
+    description: ClassVar[str] = "per scoring point coverage and correctness (the scoring prompt its benchmark declares)"
     # the official scorer's sampling parameters (eval/score_CCQA.py)
     default_sampling: ClassVar[dict[str, Any]] = {"temperature": 0.0, "top_p": 0.95, "max_tokens": 8192}
 
-    def __init__(self, sampling=None) -> None:
+    def __init__(self, sampling=None, system_prompt: str | None = None) -> None:
         super().__init__(sampling)
-        self.system_prompt = load_prompt("rubric_system")
+        # the instructions are the benchmark's (its spec's judge_prompt); this judge applies them
+        self.system_prompt = declared_prompt(self.name) if system_prompt is None else system_prompt
 
     def validate_item(self, item: JudgeItem) -> None:
         _require_points(item, "rubric")
@@ -402,62 +395,3 @@ class OfflineRubricJudge(OfflineJudge):
     def empty_verdict(self, item: JudgeItem) -> Verdict:
         n = len(item.scoring_points or ())
         return rubric_verdict([0] * n, [0] * n, empty_prediction=True)
-
-
-# --------------------------------------------------------------------------------------------------
-# CCQA aggregation (pure)
-
-
-def _rubric_details(details: Iterable[Any]) -> list[Mapping[str, Any]]:
-    """Details of the judged questions; judge errors and skipped samples are left out."""
-    out = []
-    for d in details:
-        if d is None:
-            continue
-        if isinstance(d, JudgeOutcome):
-            if not d.ok:
-                continue
-            d = d.detail
-        elif isinstance(d, Mapping) and "detail" in d and "coverage" not in d:
-            if d.get("error") is not None or d.get("skipped") or d.get("verdict") is None:
-                continue
-            d = d["detail"]
-        if not isinstance(d, Mapping) or "coverage" not in d or "correctness" not in d:
-            continue
-        out.append(d)
-    return out
-
-
-def rubric_micro_average(details: Iterable[Any]) -> float:
-    """Official CrossVid CCQA score, in percent: (all covered + all correct points) over all judged
-    questions, divided by twice the total number of scoring points of those questions.
-
-    Accepts rubric verdict details (``{"coverage": [...], "correctness": [...]}``), outcome dicts or
-    :class:`JudgeOutcome` objects; judge errors are excluded (as the official scorer drops failures).
-    Lists read officially (strict mode) are added as the official scorer adds them, numbers, lengths
-    and all: ``[]`` adds 0 of 0, a NaN entry makes the score NaN, as there
-    (:func:`rubric_official_nan_count` counts those questions). Returns NaN when nothing was judged
-    (the official script divides by zero there). Never raises.
-    """
-    items = _rubric_details(details)
-    points = sum(len(d["coverage"]) for d in items)
-    if points == 0:
-        return float("nan")
-    gained = sum(_as_float(official_sum(d["coverage"], d["correctness"])) for d in items)
-    return 100.0 * gained / (2 * points)
-
-
-def rubric_official_nan_count(details: Iterable[Any]) -> int:
-    """Judged questions whose official points are not a number (a NaN or infinite entry in the judge's
-    lists): while one is there, the official CCQA score is NaN (or infinite), and so is
-    :func:`rubric_micro_average`. Reported beside the score in strict mode."""
-    return sum(1 for d in _rubric_details(details) if not math.isfinite(_as_float(official_sum(d["coverage"], d["correctness"]))))
-
-
-def rubric_per_question_mean(details: Iterable[Any]) -> float:
-    """Mean over judged questions of (covered + correct) / (2 * points), in percent (NaN if none)."""
-    items = [d for d in _rubric_details(details) if len(d["coverage"]) > 0]
-    if not items:
-        return float("nan")
-    per_q = [_as_float(official_sum(d["coverage"], d["correctness"])) / (2 * len(d["coverage"])) for d in items]
-    return 100.0 * sum(per_q) / len(per_q)

@@ -19,7 +19,6 @@ from typing import Any
 from loguru import logger
 
 from .cache import default_cache_path
-from .endpoint import forget_announcements
 from .runtime import JudgeRuntime
 
 
@@ -30,6 +29,7 @@ class JudgeSession:
     def __init__(self, *, deferred: bool = False) -> None:
         self.deferred = bool(deferred)
         self._runtimes: dict[Path, JudgeRuntime] = {}
+        self._said: set[tuple[Any, ...]] = set()  # the announcements logged (judges/endpoint.py)
         self._lock = threading.Lock()
         self._pid = os.getpid()
 
@@ -46,6 +46,19 @@ class JudgeSession:
             if runtime is None:
                 runtime = self._runtimes[path] = JudgeRuntime(path)
             return runtime
+
+    def first_time(self, key: tuple[Any, ...]) -> bool:
+        """True the first time this run says ``key``: an announcement is logged once per run, however
+        often lmms-eval builds a task's filters."""
+        with self._lock:
+            if key in self._said:
+                return False
+            self._said.add(key)
+            return True
+
+    def forget_said(self) -> None:
+        with self._lock:
+            self._said.clear()
 
     def runtimes(self) -> list[JudgeRuntime]:
         with self._lock:
@@ -108,12 +121,11 @@ def begin_run(*, deferred: bool) -> JudgeSession:
 
 
 def end_session() -> None:
-    """Close the current session and forget judge announcements (tests)."""
+    """Close the current session, its announcements with it (tests)."""
     with _current.lock:
         previous, _current.session = _current.session, None
     if previous is not None:
         previous.close()
-    forget_announcements()
 
 
 # The names judge filters, commands and tests use.

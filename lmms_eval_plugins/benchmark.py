@@ -83,6 +83,9 @@ class Benchmark:
     roles: tuple[str, ...] = ()
     data: str = ""  # one line: what data a real run needs and where it comes from
     judge: str = ""  # the registered judge its judged tasks use; "" when it needs none
+    # the system prompt `judge` sends for this benchmark (its official judging prompt), as text, not a
+    # "module:attribute" ref: an exported task folder renames the modules it vendors, never such strings
+    judge_prompt: str = field(default="", repr=False)
     cluster_key: str = ""  # per-item field naming the unit items share (a video, a record asked 3 times)
     report_section: str = ""  # "module:function(builder, entries) -> Section"; "" gives the report's default section
     sample_data: str = ""  # "module:function(folder: Path) -> None" writing the bundled sample records

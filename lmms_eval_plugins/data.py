@@ -216,11 +216,12 @@ def keep_records_with_media(benchmark: str, records: Iterable[Any], check: Calla
 
 
 def stamp_skipped(docs: Iterable[dict[str, Any]], records: Any) -> list[dict[str, Any]]:
-    """Every doc carries the run's skipped-records counts (``records``: a :class:`Kept`), read by aggregation."""
-    stamp = json.dumps(getattr(records, "skipped", {}) or {}, sort_keys=True)
+    """Every doc carries the run's skipped-records counts (``records``: a :class:`Kept`), read by aggregation:
+    ``[{"reason": ..., "count": ...}]`` by reason, a list of structs in Arrow (``[]`` when none was skipped)."""
+    skipped = sorted((getattr(records, "skipped", {}) or {}).items())
     out = []
     for doc in docs:
-        doc[SKIPPED_FIELD] = stamp
+        doc[SKIPPED_FIELD] = [{"reason": str(reason), "count": int(count)} for reason, count in skipped]
         out.append(doc)
     return out
 
@@ -667,8 +668,29 @@ def require_fields(record: dict[str, Any], fields: Iterable[str], *, record_id: 
                         fix="add the field(s); see the task README for the record schema")
 
 
-def to_dataset(docs: list[dict[str, Any]]):
-    """Docs -> ``datasets.Dataset``. Nested values should already be JSON strings or flat lists."""
+def skipped_stamp_feature() -> Any:
+    """The one Arrow type of the skipped-records stamp (:func:`stamp_skipped`), also when it is ``[]``."""
     import datasets
 
-    return datasets.Dataset.from_list(docs)
+    return datasets.List({"reason": datasets.Value("string"), "count": datasets.Value("int64")})
+
+
+def to_dataset(docs: list[dict[str, Any]], features: Mapping[str, Any] | None = None):
+    """Docs -> ``datasets.Dataset`` (lmms-eval holds a task's docs as one). Nested values travel as Arrow
+    lists and structs. ``features`` (column -> ``datasets`` feature) types the columns inference cannot
+    (an empty list, a field null in every doc): all of them, or some, the others inferred as
+    ``Dataset.from_list`` would. The skipped-records stamp always has its one type."""
+    import datasets
+
+    fixed = dict(features or {})
+    if docs and SKIPPED_FIELD in docs[0]:
+        fixed.setdefault(SKIPPED_FIELD, skipped_stamp_feature())
+    if not docs:
+        if not fixed:
+            return datasets.Dataset.from_list(docs)
+        # from_list([]) has no columns, which the features then refuse
+        return datasets.Dataset.from_dict({name: [] for name in fixed}, features=datasets.Features(fixed))
+    rest = [name for name in docs[0] if name not in fixed]
+    inferred = datasets.Dataset.from_list([{k: d.get(k) for k in rest} for d in docs]).features if rest else {}
+    ordered = datasets.Features({name: fixed[name] if name in fixed else inferred[name] for name in docs[0]})
+    return datasets.Dataset.from_list(docs, features=ordered)

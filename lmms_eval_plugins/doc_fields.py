@@ -43,8 +43,14 @@ def round_mean_std(items: Sequence[Mapping[str, Any]], metric: Callable[[Sequenc
     return mean_std([metric(group) for group in by_round(items)])
 
 
+def truthy(value: Any) -> bool:
+    """An option switched on: True, or the text 1/true/yes (any case)."""
+    return value is True or (isinstance(value, str) and value.strip().lower() in ("1", "true", "yes"))
+
+
 def strict_requested(env: Mapping[str, str] | None = None) -> bool:
-    """Whether official-parity (strict) scoring was asked for with ``LMMS_EVAL_PLUGINS_STRICT=1``."""
+    """Whether the environment asks for official-parity (strict) scoring (``LMMS_EVAL_PLUGINS_STRICT=1``).
+    A run reads it once, when it starts: see :func:`lmms_eval_plugins.run_state.strict_mode`."""
     import os
 
-    return (os.environ if env is None else env).get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes")
+    return truthy((os.environ if env is None else env).get(STRICT_ENV, ""))

@@ -25,7 +25,7 @@ from PIL import Image, ImageFile
 from lmms_eval_plugins import frame_cache
 from lmms_eval_plugins.data import safe_path, skip_missing_media
 from lmms_eval_plugins.errors import MediaError
-from lmms_eval_plugins.outcome import note_unreadable_media
+from lmms_eval_plugins.run_state import current_run
 from lmms_eval_plugins.settings import BadSetting, env_number
 
 if TYPE_CHECKING:
@@ -421,7 +421,7 @@ def _placeholder_frames(path: str | Path, num_frames: int) -> SampledFrames:
 def skippable(decode: Callable[[], T], path: str | Path, record_id: str | None, placeholder: Callable[[], T]) -> T:
     """``decode()`` at request time; a media file it cannot read is a MediaError, or, with
     ``LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA=1``, a placeholder for the model while the sample is noted
-    (:func:`lmms_eval_plugins.outcome.note_unreadable_media`): its results leave it out of every metric
+    in the run's state (:mod:`lmms_eval_plugins.run_state`): its results leave it out of every metric
     and count it under ``skipped_by_reason`` as "unreadable media". A run never stops on one bad file."""
     try:
         return decode()
@@ -430,7 +430,7 @@ def skippable(decode: Callable[[], T], path: str | Path, record_id: str | None, 
             raise
         from loguru import logger
 
-        note_unreadable_media(path, record_id)
+        current_run().note_unreadable_media(path, record_id)
         logger.warning(f"skipping record {record_id}: {exc.problem} ({exc.path}); counted as 'unreadable media'")
         return placeholder()
 

@@ -20,14 +20,16 @@ Per-sample items and aggregations carry the mark the same way in every benchmark
 from __future__ import annotations
 
 import json
-import os
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import wraps
 from typing import Any, TypeVar
 
-# Records left out of a run (by reason), carried on every doc of the run as JSON {reason: count}, so the
-# count reaches the aggregation through lmms-eval itself (per run: no module state; every rank agrees).
+from lmms_eval_plugins.run_state import current_run
+from lmms_eval_plugins.run_state import normalised_path as _norm
+
+# Records left out of a run (by reason), carried on every doc of the run as [{"reason": ..., "count": ...}]
+# (Arrow-native: a list of structs), so the count reaches the aggregation through lmms-eval itself (per
+# run: no module state; every rank agrees).
 SKIPPED_FIELD = "skipped_records"
 SKIPPED_METRIC = "skipped"
 SKIPPED_BY_REASON_METRIC = "skipped_by_reason"
@@ -44,25 +46,10 @@ _FAILURE_MARKERS = (
 
 T = TypeVar("T")
 
-# Media that failed to decode at request time, with skipping on (lmms_eval_plugins/media.py notes it; the
-# model got a placeholder): {media path as the doc names it: record ids}. Process-wide on purpose: a doc's
-# visuals are loaded and its results processed in the same process, and task modules hold no state.
+# Media that failed to decode at request time, with skipping on: lmms_eval_plugins/media.py notes it in
+# the run's state (lmms_eval_plugins/run_state.py; the model got a placeholder), the item is left out here.
 MEDIA_SKIP_FIELD = "skipped_media"
 UNREADABLE_MEDIA = "unreadable media"
-_UNREADABLE: dict[str, set[str | None]] = {}
-_UNREADABLE_LOCK = threading.Lock()
-
-
-def note_unreadable_media(path: Any, record_id: str | None) -> None:
-    """Remember that ``path`` (as the doc names it) could not be decoded for ``record_id``."""
-    with _UNREADABLE_LOCK:
-        for key in {str(path), _norm(path)}:  # as given, and normalised
-            _UNREADABLE.setdefault(key, set()).add(None if record_id is None else str(record_id))
-
-
-def _norm(path: Any) -> str:
-    text = str(path).strip()
-    return os.path.normpath(os.path.expanduser(text)) if text else text
 
 
 def _strings(value: Any, depth: int = 0) -> Iterator[str]:
@@ -76,16 +63,18 @@ def _strings(value: Any, depth: int = 0) -> Iterator[str]:
             yield from _strings(v, depth + 1)
 
 
-def unreadable_media_of(doc: Mapping[str, Any]) -> str | None:
-    """The record key of ``doc`` when one of its media files was noted unreadable in this process, else None.
+def unreadable_media_of(doc: Mapping[str, Any], noted: Mapping[str, Iterable[str | None]] | None = None) -> str | None:
+    """The record key of ``doc`` when one of its media files was noted unreadable, else None.
 
-    A doc matches when it names the noted path (as a field, nested up to three levels, or inside a field
-    holding JSON, as CrossVid's rows do) and, where the loader was given a record id, holds that id as one
-    of its fields."""
-    with _UNREADABLE_LOCK:
-        if not _UNREADABLE:
-            return None
-        noted = {k: set(v) for k, v in _UNREADABLE.items()}
+    ``noted``: {path: record ids (None: any record)}, by default what the current run noted
+    (:meth:`lmms_eval_plugins.run_state.RunState.unreadable_media`). A doc matches when it names the noted
+    path (as a field, nested up to three levels, or inside a field holding JSON text, as a third-party
+    task's rows may: ours carry Arrow lists and structs)
+    and, where the loader was given a record id, holds that id as one of its fields."""
+    if noted is None:
+        noted = current_run().unreadable_media()
+    if not noted:
+        return None
     ids = {str(v) for v in doc.values() if isinstance(v, (str, int)) and not isinstance(v, bool)}
     for text in _strings(doc):
         if len(text) < 4096 and (records := noted.get(_norm(text))) is not None:
@@ -180,18 +169,30 @@ def with_unscored(per_metric: Mapping[str, Any], responses: Sequence[Any], *, ju
     return out
 
 
+def stamped_counts(stamp: Any) -> dict[str, int] | None:
+    """{reason: count} of a doc's skipped-records stamp (``[{"reason": ..., "count": ...}]``, as
+    :func:`lmms_eval_plugins.data.stamp_skipped` writes it); None for anything else. Entries that are not
+    a reason with a positive count are left out."""
+    if not isinstance(stamp, (list, tuple)):
+        return None
+    counts: dict[str, int] = {}
+    for entry in stamp:
+        if not isinstance(entry, Mapping):
+            return None
+        reason, count = entry.get("reason"), entry.get("count")
+        if isinstance(reason, str) and type(count) is int and count > 0:
+            counts[reason] = counts.get(reason, 0) + count
+    return counts
+
+
 def skipped_counts(items: Sequence[Any]) -> dict[str, int]:
     """{reason: records left out} of the run these items come from: the load-time counts every item
     carries, plus the records whose media failed to decode at request time (each counted once)."""
     counts: dict[str, int] = {}
     for item in items:
-        raw = item.get(SKIPPED_FIELD) if isinstance(item, Mapping) else None
-        try:
-            stamped = json.loads(raw) if isinstance(raw, str) else None
-        except ValueError:
-            stamped = None
-        if isinstance(stamped, dict):
-            counts = {str(k): int(v) for k, v in stamped.items() if isinstance(v, int) and v > 0}
+        stamped = stamped_counts(item.get(SKIPPED_FIELD) if isinstance(item, Mapping) else None)
+        if stamped is not None:
+            counts = stamped
             break
     late: dict[str, set[str]] = {}
     for item in items:
@@ -241,14 +242,6 @@ def count_unscored(items: Sequence[Any]) -> int:
 
 
 count_unscored._unscored_guard = True  # type: ignore[attr-defined]  # the one aggregation that counts them
-
-
-def guard_aggregations(namespace: dict[str, Any], prefix: str = "agg_") -> None:
-    """:func:`guard` every aggregation (``agg_*``) of a task module, in place: a task's hooks call this
-    once, after their aggregations are defined, so no metric is ever computed over an unscored sample."""
-    for name, value in list(namespace.items()):
-        if name.startswith(prefix) and callable(value):
-            namespace[name] = guard(value)
 
 
 def group_mean(metrics: Sequence[float | int | None], sizes: Sequence[int], weight_by_size: bool = True) -> float | int | None:

@@ -24,6 +24,15 @@ def _private_frame_cache(tmp_path_factory):
         os.environ["LMMS_EVAL_PLUGINS_FRAME_CACHE"] = previous
 
 
+@pytest.fixture(autouse=True)
+def _outside_a_run(monkeypatch):
+    """Each test starts outside a run: a run state begun by an earlier test (its options, its notes) is not
+    this test's (lmms_eval_plugins/run_state.py)."""
+    from lmms_eval_plugins import run_state
+
+    monkeypatch.setattr(run_state, "_current", run_state._Current())
+
+
 @pytest.fixture(scope="session")
 def tiny_qwen_dir(tmp_path_factory) -> Path:
     from lmms_eval_plugins.tiny_qwen import build_tiny_qwen2_5_vl

@@ -5,6 +5,7 @@ Chains are written out by hand as (segment, kind, correct, chain length after, s
 
 from __future__ import annotations
 
+import dataclasses
 import filecmp
 import json
 import shutil
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from datasets import List, Value
+from testkit.doc_columns import json_text_columns
 from testkit.task_utils import load_task_utils
 
 from lmms_eval_plugins import media
@@ -26,6 +29,7 @@ from lmms_eval_plugins.benchmarks.causalstep.protocol import (
     DESC,
     replay_chain,
 )
+from lmms_eval_plugins.benchmarks.causalstep.records import Request, Segment, record_of
 from lmms_eval_plugins.benchmarks.causalstep.sample_data import make_causalstep
 from lmms_eval_plugins.benchmarks.causalstep.spec import TEMPLATE
 from lmms_eval_plugins.errors import DataError, MediaError
@@ -250,7 +254,7 @@ def test_every_request_of_the_sample(sample_docs, sample_records):
         assert d["options"][cs.LETTERS.index(d["gold"])] == block["options"][block["answer"]]
         assert sorted(d["options"]) == sorted(block["options"]) and d["question"] == block["question"]
         assert d["oracle_response"] == d["gold"] and d["chance_responses"] == list("ABCDEFGH")
-        shown = [s[0] for s in json.loads(d["shown"])]
+        shown = [s["index"] for s in d["shown"]]
         if kind in (DESC, ISO):
             assert shown == [i] and d["prev_answer"] == ""
         else:
@@ -268,6 +272,23 @@ def test_shuffle_is_the_same_on_every_load(sample_docs):
     again = list(cs.process_docs([SAMPLE_SPEC]))
     assert [(d["options"], d["gold"]) for d in again] == [(d["options"], d["gold"]) for d in sample_docs]
     assert len({d["gold"] for d in sample_docs}) >= 5  # the gold letter moves around
+
+
+def test_docs_hold_no_json_text_and_read_back_as_typed_requests(sample_records):
+    dataset = cs.process_docs([SAMPLE_SPEC])
+    assert json_text_columns(dataset) == {}  # no column carries JSON text (issue 28)
+    assert dataset.features["shown"] == List({"index": Value("int64"), "start": Value("float64"), "end": Value("float64")})
+    d = next(x for x in dataset if x["request_id"] == "cs003/S3/causal_after_causal")
+    request = record_of(d)
+    segments = next(r for r in sample_records if r["video_id"] == "cs003")["segments"]
+    assert isinstance(request, Request) and request.shown == tuple(
+        Segment(i, float(segments[i - 1]["start"]), float(segments[i - 1]["end"])) for i in (2, 3))
+    assert (request.segment, request.kind, request.options, request.gold) == (3, CAC, tuple(d["options"]), d["gold"])
+    assert request.columns() == {k: v for k, v in d.items() if k in request.columns()}  # the loader's columns, unchanged
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.gold = "A"  # type: ignore[misc]
+    with pytest.raises(DataError, match="cs003/S3/causal_after_causal"):
+        record_of({k: v for k, v in d.items() if k != "shown"})
 
 
 def test_source_row_sets_restart_and_frames():
@@ -290,7 +311,7 @@ def test_prompt_of_a_chained_causal_question(sample_docs):
     assert f"Previous question: {d['prev_question']}\nPrevious answer: {d['prev_answer']}" in text
     assert "A. " in text and "H. " in text and text.endswith("Answer with the option's letter from the given choices directly.")
     # frames are sampled inside each segment's interval (frame i of the sample video shows the number i)
-    for (segment, start, end), video in zip(json.loads(d["shown"]), (content[1], content[3])):
+    for (start, end), video in zip([(s["start"], s["end"]) for s in d["shown"]], (content[1], content[3])):
         frames = video["url"]
         assert len(frames) == 8 and frames[0].size == (96, 72)
         numbers = [decode_frame_index(f) for f in frames]

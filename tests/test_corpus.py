@@ -49,8 +49,14 @@ CAUSALSTEP_OPTIONS = [
     "The dog knocks a bowl off the counter.",
     "The man washes his hands at the sink.",
 ]
-_CS_DOC = {"options": CAUSALSTEP_OPTIONS}
-_ER_DOC = {"question_id": "corpus", "question_type": "", "round": 0, "n_steps": 8, "gold_step": 1, "gold_category": "CAL"}
+# Whole docs, as the loaders write them (each benchmark reads a doc through its typed record).
+_CS_DOC = {cs.ID_FIELD: "corpus/S1/desc", "video_id": "corpus", "category": "", "video_path": "", "n_segments": 1,
+           "segment": 1, "kind": "desc", "shown": [{"index": 1, "start": 0.0, "end": 1.0}], "question": "Q?",
+           "options": CAUSALSTEP_OPTIONS, "gold": "A", "prev_question": "", "prev_answer": "", "restart": "next",
+           "num_frames": 8, "max_long_side": 0}
+_ER_DOC = {"question_id": "corpus", "study_level": "", "question_type": "", "content": "", "answer": "", "user_answer": "",
+           "user_answer_steps": "", "n_steps": 8, "gold_step": 1, "gold_category": "CAL", "content_image": "",
+           "image_path": "", "round": 0}
 
 
 def _causalstep(reply: str, expected: dict[str, Any]) -> dict[str, Any]:

@@ -8,11 +8,22 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.judges.base import JudgeOutcome
-from lmms_eval_plugins.benchmarks.crossvid.sample_data import make_crossvid
 from testkit.task_utils import load_task_utils
+
+from lmms_eval_plugins.benchmarks.crossvid.records import (
+    Box,
+    ChoiceGold,
+    CrossVidRecord,
+    IntervalGold,
+    LetterSetGold,
+    ObjectRef,
+    OrderGold,
+    PointsGold,
+)
+from lmms_eval_plugins.benchmarks.crossvid.sample_data import make_crossvid
+from lmms_eval_plugins.data import to_dataset
+from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.synthetic import make_frame_folder
 
 cv = load_task_utils("crossvid")
@@ -26,8 +37,15 @@ def _no_skip_env(monkeypatch):
 
 
 def docs(task: str, **spec) -> list[dict]:
-    """The task's docs as lmms-eval holds them (flat rows, nested values as JSON strings)."""
-    return [cv.to_row(d) for d in cv.load_docs({**SAMPLE, **spec}, task)]
+    """The task's docs as lmms-eval holds them: rows of a Hugging Face dataset (Arrow lists and structs)."""
+    return list(to_dataset(cv.load_docs({**SAMPLE, **spec}, task), features=cv.row_features(task)))
+
+
+def obj(name: str, view: str, boxes: dict) -> ObjectRef:
+    """An object reference with boxes by frame position (None: no box there), as a test writes it."""
+    return ObjectRef(placeholder="", name=name, view=view, ordinal=1,
+                     boxes=tuple((k, None if b is None else Box(**{c: float(v) for c, v in b.items()}))
+                                 for k, b in boxes.items()))
 
 
 def doc_for(task: str, record_id: int = 0, **spec) -> dict:
@@ -119,12 +137,12 @@ def test_questions_over_the_same_videos_are_one_error_bar_cluster():
 
     spec = get_benchmark("crossvid")
     base = doc_for("BU", 0)
-    media = json.loads(base["media"])
+    media = base["media"]
     rels = sorted({m["rel"] for m in media})
     assert cv.score_response(base, "AC")["video_group"] == " | ".join(rels)
     # the same clips listed in another order are the same group; other clips another group
-    swapped = {**base, "id": "9", "media": json.dumps(media[::-1])}
-    other = {**base, "id": "8", "media": json.dumps([{**m, "rel": "other/" + m["rel"]} for m in media])}
+    swapped = {**base, "id": "9", "media": media[::-1]}
+    other = {**base, "id": "8", "media": [{**m, "rel": "other/" + m["rel"]} for m in media]}
     other2 = {**other, "id": "7"}
     items = [cv.score_response(d, r) for d, r in ((base, "AC"), (swapped, "AC"), (other, "B"), (other2, "B"))]
     assert items[0]["video_group"] == items[1]["video_group"] != items[2]["video_group"] == items[3]["video_group"]
@@ -487,10 +505,75 @@ def test_pi_prompt_has_no_question_and_braces_in_data_stay_literal():
     raw = json.loads((cv.SAMPLE_DIR / "QA" / "NC.json").read_text())[0]
     raw["question"] = "Which {OPTIONS} clip {QUESTION} shows it?"
     doc = cv.normalize_record("NC", raw, index=0, path=Path("QA/NC.json"))
-    before, _after = cv._halves(doc, doc["fields"])
+    before, _after = cv._halves(cv.record_of(doc), doc["fields"])
     assert "Question:\nWhich {OPTIONS} clip {QUESTION} shows it?\n\nOptions:\nA. Video 1\n" in before
     pi = cv.doc_to_messages(doc_for("PI", 0))[1]["content"][0]["text"]
     assert "Question:" not in pi and pi.startswith("\nProvide you the beginning and the ending of a movie clip")
+
+
+# ----------------------------------------------------------------------------------------------- rows and records
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _holds_json(text: str) -> bool:
+    try:
+        return text[:1] in "[{" and isinstance(json.loads(text), (list, dict))
+    except ValueError:
+        return False
+
+
+@pytest.mark.parametrize("task", cv.TASKS)
+def test_rows_are_arrow_lists_and_structs_of_one_declared_schema_never_json_text(task):
+    rows = getattr(cv, f"process_docs_{task.lower()}")([SAMPLE])  # the hook lmms-eval calls
+    assert rows.features == cv.row_features(task)
+    assert [s for row in rows for s in _strings(row) if _holds_json(s)] == []
+    for row in rows:
+        # lmms-eval writes each doc into the samples JSONL: it stays plain JSON
+        assert json.loads(json.dumps(row, ensure_ascii=False)) == row
+        record = cv.record_of(row)
+        assert isinstance(record, CrossVidRecord) and (record.task, record.id) == (task, row["id"])
+        assert [m.path for m in record.media] == [m["path"] for m in row["media"]]
+
+
+def test_record_of_gives_each_gold_shape_typed_by_hand():
+    assert cv.record_of(doc_for("BU", 0)).gold == LetterSetGold(("A", "C"), "AC")
+    assert cv.record_of(doc_for("NC", 0)).gold == ChoiceGold("C", "C")
+    assert cv.record_of(doc_for("FSA", 0)).gold == IntervalGold((2.0, 4.5), (1.0, 3.0))
+    assert cv.record_of(doc_for("PSS", 0)).gold == OrderGold((2, 4, 1, 3), "2->4->1->3")
+    ccqa = cv.record_of(doc_for("CCQA", 0)).gold
+    assert isinstance(ccqa, PointsGold) and ccqa.scoring_points == (
+        "Video A dices the onion finely", "Video B slices the onion into thick rings")
+    pi = cv.record_of(doc_for("PI", 0))
+    assert [g.label for g in pi.media] == ["Beginning", "Ending"] and all(g.intervals for g in pi.media)
+    msr = cv.record_of(doc_for("MSR", 0))  # {B1} is track 3 of view B: boxes at frames 1 and 4 (sample_data.py)
+    assert msr.objects[0].name == "obj_1" and msr.objects[0].track == "3"
+    assert msr.objects[0].box_at(1) == Box(140.5, 110.0, 181.9, 150.2) and msr.objects[0].box_at(0) is None
+    assert cv.record_of(msr) is msr
+
+
+def test_fsa_reference_times_are_printed_as_the_record_writes_them():
+    raw = {"id": 1, "video A": "a.mp4", "video B": "b.mp4", "ref_segment": [1, 3.0], "answer": [2, 4]}
+    doc = cv.normalize_record("FSA", raw, index=0, path=Path("QA/FSA.json"))
+    before, _after = cv._halves(cv.record_of(doc), {**doc["fields"], "TIME1": "", "TIME2": ""})
+    assert "shown between 1s and 3.0s in Video 1" in before
+
+
+def test_a_box_that_is_not_four_numbers_is_named_at_load(tmp_path):
+    box_file = tmp_path / "7.json"
+    box_file.write_text(json.dumps([{"id": 3, "bbox": {"1": {"xtl": 1, "ytl": 2, "xbr": 3}, "2": None}}]))
+    doc = {"record": "CrossVid MSR id 0", "bbox_path": [{"view": "A", "path": str(box_file)}],
+           "objects": [{"placeholder": "A1", "name": "obj_1", "view": "A", "ordinal": 1, "track": 3}]}
+    with pytest.raises(DataError, match=r"a box of track 3 \({A1}\) of CrossVid MSR id 0 is not"):
+        cv.attach_boxes([doc])
 
 
 # ----------------------------------------------------------------------------------------------- MSR / MOC
@@ -531,9 +614,9 @@ def test_boxes_are_looked_up_by_sampled_position_with_a_small_budget(tmp_path):
     files = cv.frame_files(folder)
     positions = cv.uniform_indices(len(files), 3)
     assert positions == [1, 3, 5]  # bin centres of 6 frames in 3 bins
-    refs = [{"name": "obj_1", "view": "A", "boxes": {"0": {"xtl": 10, "ytl": 10, "xbr": 20, "ybr": 20},
-                                                     "3": {"xtl": 100, "ytl": 50.5, "xbr": 719, "ybr": 479}}},
-            {"name": "obj_2", "view": "A", "boxes": {"2": {"xtl": 1, "ytl": 1, "xbr": 2, "ybr": 2}}}]
+    refs = [obj("obj_1", "A", {"0": {"xtl": 10, "ytl": 10, "xbr": 20, "ybr": 20},
+                               "3": {"xtl": 100, "ytl": 50.5, "xbr": 719, "ybr": 479}}),
+            obj("obj_2", "A", {"2": {"xtl": 1, "ytl": 1, "xbr": 2, "ybr": 2}})]
     scale = cv.box_scale((720, 480), 360)
     assert scale == 0.5
     # obj_1: position 0 is not sampled; position 3 is the 2nd sampled frame. obj_2: position 2 is never sampled.
@@ -588,7 +671,7 @@ def test_missing_media_can_be_skipped_and_are_reported(tmp_path, monkeypatch):
     (folder / "videos" / "behavior" / "bh1.mp4").unlink()
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_DATA_ROOT", str(tmp_path / "data"))
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA", "1")
-    rows = [cv.to_row(d) for d in cv.load_docs({"benchmark": "crossvid", "source": "auto"}, "BU")]
+    rows = cv.load_docs({"benchmark": "crossvid", "source": "auto"}, "BU")
     assert [r["id"] for r in rows] == ["1"] and rows[0]["n_skipped"] == 1
     assert aggregate([(rows[0], "BD")])["skipped"] == 1
 
@@ -715,7 +798,7 @@ def test_pea_intervals_follow_the_official_time_linspace():
     from lmms_eval_plugins.synthetic import decode_frame_index
 
     doc = doc_for("PEA", 0)
-    groups = json.loads(doc["media"])
+    groups = doc["media"]
     for group, sampled in zip(groups, cv.sample_frames(doc)):
         (start, end), = group["intervals"]
         # 5 frames over [start, end] s at 4 fps: times start + j (end - start) / 4, frame int(4 t)
@@ -761,8 +844,8 @@ def test_records_the_official_script_drops_are_kept_and_counted_or_dropped_in_st
 
 
 def test_an_object_is_absent_only_when_no_sampled_position_has_its_box():
-    refs = [{"name": "obj_1", "view": "A", "boxes": {"3": {"xtl": 1, "ytl": 1, "xbr": 2, "ybr": 2}}},
-            {"name": "obj_2", "view": "B", "boxes": {"3": None, "4": {"xtl": 1, "ytl": 1, "xbr": 2, "ybr": 2}}}]
+    refs = [obj("obj_1", "A", {"3": {"xtl": 1, "ytl": 1, "xbr": 2, "ybr": 2}}),
+            obj("obj_2", "B", {"3": None, "4": {"xtl": 1, "ytl": 1, "xbr": 2, "ybr": 2}})]
     assert cv.absent_objects(refs, {"A": [0, 3], "B": [0, 3]}) == ["obj_2"]  # a null box is no box
     assert cv.absent_objects(refs, {"A": [0, 2], "B": [4]}) == ["obj_1"]
 
@@ -778,8 +861,7 @@ def test_ccqa_strict_mode_reads_the_first_score_block_as_the_official_scorer():
     from lmms_eval_plugins.judges.rubric import RubricJudge, parse_rubric_reply
 
     default_doc, strict_doc = doc_for("CCQA", 0), doc_for("CCQA", 0, strict=True)
-    n = len(json.loads(default_doc["scoring_points"]) if isinstance(default_doc["scoring_points"], str)
-            else default_doc["scoring_points"])
+    n = len(default_doc["scoring_points"])
     assert cv.judge_item("x", default_doc).extra == {} and cv.judge_item("x", strict_doc).extra == {"score_block": "first"}
     judge = RubricJudge()
     reply = TWO_BLOCKS.replace("true, false]", ", ".join(["true"] + ["false"] * (n - 1)) + "]").replace(

@@ -19,10 +19,15 @@ from testkit.task_utils import load_task_utils
 from lmms_eval_plugins.benchmarks.crossvid import frames
 from lmms_eval_plugins.benchmarks.crossvid.prompts import label_groups, object_lines
 from lmms_eval_plugins.benchmarks.crossvid.records import (
+    Box,
+    MediaGroup,
+    ObjectRef,
     absent_objects,
     interval_pieces,
     normalize_record,
+    record_of,
 )
+from lmms_eval_plugins.data import to_dataset
 from lmms_eval_plugins.media import frame_files
 from lmms_eval_plugins.synthetic import decode_frame_index, make_frame_folder
 
@@ -471,8 +476,9 @@ def test_the_rows_cover_at_least_sixty_frame_cases():
     assert sum(map(len, rows)) >= 60 and all(row[0].startswith("eval/") for rs in rows for row in rs)
 
 
-def _video(label: str = "Video 1", intervals=None) -> dict:
-    return {"kind": "video", "label": label, "intervals": intervals}
+def _video(label: str = "Video 1", intervals=None) -> MediaGroup:
+    pieces = None if intervals is None else tuple(tuple(p) for p in intervals)
+    return MediaGroup(label=label, text=f"{label}:\n", kind="video", rel="x.mp4", intervals=pieces)
 
 
 @pytest.mark.parametrize("row", VIDEO_ROWS, ids=lambda r: f"{r[2]}f-{r[3]}fps-{r[4]}")
@@ -481,7 +487,7 @@ def test_whole_video_indices(row):
     assert frames.group_indices(_video(), k, (n, fps), "linspace") == expected
 
 
-def _segments(groups) -> list[dict]:
+def _segments(groups) -> list[MediaGroup]:
     """The record's interval groups as the loader reads them (records.interval_pieces)."""
     return [_video(f"Segment {i}", [list(p) for p in interval_pieces(g)]) for i, g in enumerate(groups, start=1)]
 
@@ -492,7 +498,7 @@ def test_interval_group_indices(row):
     media = _segments(groups)
     ours = frames.plan_indices("PSS", total, media, [(n, fps)] * len(media))
     # the official sampler leaves out a group without a piece of start < end (and shifts the rest)
-    assert [ix for g, ix in zip(media, ours) if any(s < e for s, e in g["intervals"])] == expected
+    assert [ix for g, ix in zip(media, ours) if any(s < e for s, e in g.intervals)] == expected
 
 
 @pytest.mark.parametrize("row", ALLOCATION_ROWS, ids=lambda r: f"{r[2]}-{r[3]}")
@@ -536,10 +542,10 @@ def test_fsa_drops_and_timestamps(row):
 
 
 def _prompt_rows(task: str, record: dict, n: int, fps: float, total: int) -> tuple[str, list]:
-    doc = normalize_record(task, {"id": 1, **record}, index=0, path=Path(f"QA/{task}.json"))
-    sizes = [(n, fps)] * len(doc["media"])
-    drop = frames.official_frame_drop(task, total, doc["media"], sizes)
-    groups, left = label_groups([g["text"] for g in doc["media"]], frames.plan_indices(task, total, doc["media"], sizes))
+    media = record_of(normalize_record(task, {"id": 1, **record}, index=0, path=Path(f"QA/{task}.json"))).media
+    sizes = [(n, fps)] * len(media)
+    drop = frames.official_frame_drop(task, total, media, sizes)
+    groups, left = label_groups([g.text for g in media], frames.plan_indices(task, total, media, sizes))
     shown = [[g.text, list(g.frames)] for g in groups] + ([[left, []]] if left else [])
     return drop, shown
 
@@ -563,16 +569,16 @@ def test_pss_labels_and_frames(row):
     assert not drop and not dropped and shown == expected
 
 
-def _box(values) -> dict:
-    return dict(zip(("xtl", "ytl", "xbr", "ybr"), values))
+def _boxes(boxes: dict) -> tuple:
+    return tuple((k, Box(*map(float, v))) for k, v in boxes.items())
 
 
 @pytest.mark.parametrize("row", MOC_ROWS, ids=lambda r: f"{r[2]}-{r[3]}-{r[4]}")
 def test_moc_positions_ordinals_and_drops(row):
     _file, _function, files_a, files_b, budget, boxes_a, boxes_b, dropped, lines, shown = row
-    refs = [{"name": "obj_1", "view": "A", "boxes": {k: _box(v) for k, v in boxes_a.items()}},
-            {"name": "obj_2", "view": "B", "boxes": {k: _box(v) for k, v in boxes_b.items()}}]
-    media = [{"kind": "folder", "label": f"View {v}", "intervals": None} for v in "AB"]
+    refs = [ObjectRef("A1", "obj_1", "A", 1, boxes=_boxes(boxes_a)),
+            ObjectRef("B1", "obj_2", "B", 1, boxes=_boxes(boxes_b))]
+    media = [MediaGroup(label=f"View {v}", text=f"View {v}:\n", kind="folder", rel=f"uav/{v}") for v in "AB"]
     positions = dict(zip("AB", frames.plan_indices("MOC", budget, media, [(files_a, 1.0), (files_b, 1.0)])))
     assert bool(absent_objects(refs, positions)) is dropped
     if not dropped:
@@ -594,7 +600,8 @@ def _data(tmp_path: Path, monkeypatch, task: str, edit) -> None:
 
 
 def _load(task: str, frames_: int, **spec) -> list[dict]:
-    return [cv.to_row(d) for d in cv.load_docs({"benchmark": "crossvid", "source": "auto", "frames": frames_, **spec}, task)]
+    return list(to_dataset(cv.load_docs({"benchmark": "crossvid", "source": "auto", "frames": frames_, **spec}, task),
+                           features=cv.row_features(task)))
 
 
 def _content(doc: dict) -> list:
@@ -674,10 +681,10 @@ def test_fsa_a_video_shorter_than_its_frame_slots_is_an_official_drop(tmp_path, 
     assert short[0]["official_drop"] == ("Video 1 has 24 frames and Video 2 has 24 frames, "
                                          "fewer than the 25 frame slots of the official prompt")
     assert {d["n_official_dropped"] for d in short} == {2}
-    item = cv.score_response(cv.to_row(short[0]), "2,4.5")
+    item = cv.score_response(short[0], "2,4.5")
     assert item["official_drop"] == short[0]["official_drop"] and item["n_official_dropped"] == 2
     # the task's metric, through its process_results and aggregation hooks
-    per_doc = [cv.process_results(cv.to_row(d), ["2,4.5"]) for d in short]
+    per_doc = [cv.process_results(d, ["2,4.5"]) for d in short]
     assert cv.agg_official_dropped([r["official_dropped"] for r in per_doc]) == 2
     assert len(cv.load_docs({"benchmark": "crossvid", "source": "sample", "frames": 48, "strict": True}, "FSA")) == 2
     assert cv.load_docs({"benchmark": "crossvid", "source": "sample", "frames": 50, "strict": True}, "FSA") == []
@@ -687,7 +694,7 @@ def test_fsa_prompt_seconds_match_decords_frame_times():
     """The official FSA prompt prints decord's frame times; ours prints index / fps, whole seconds alike."""
     import decord
 
-    doc = cv.to_row(cv.load_docs({"benchmark": "crossvid", "source": "sample", "frames": 16}, "FSA")[0])
-    for group, sampled in zip(json.loads(doc["media"]), cv.sample_frames(doc)):
+    doc = cv.load_docs({"benchmark": "crossvid", "source": "sample", "frames": 16}, "FSA")[0]
+    for group, sampled in zip(doc["media"], cv.sample_frames(doc)):
         times = decord.VideoReader(group["path"]).get_frame_timestamp(sampled.indices)[:, 0]
         assert [int(t) for t in sampled.timestamps] == [int(t) for t in times]

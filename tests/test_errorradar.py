@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import shutil
@@ -13,17 +14,22 @@ import pytest
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins import errorbars
 from lmms_eval_plugins.benchmark import get as get_benchmark
+from lmms_eval_plugins.benchmarks.errorradar.records import Record
 from lmms_eval_plugins.metrics import f1_score, mean_std_by_key
+from testkit.doc_columns import json_text_columns
 from testkit.task_utils import load_task_utils
 
 er = load_task_utils("errorradar")
 
 
 def doc(gold_step=2, gold_category="CAL", n_steps=3, question_type="calculation", round_=0, qid="q", rounds=None):
-    """A doc as process_docs builds it; ``rounds`` (the task's round count) defaults to 3 for a doc of round > 0."""
-    return {"question_id": qid, "question_type": question_type, "gold_step": gold_step,
-            "gold_category": gold_category, "n_steps": n_steps, "round": round_,
-            er.ROUNDS_FIELD: rounds if rounds is not None else (3 if round_ else 1)}
+    """A doc as process_docs builds it (its typed record's columns, then its round); ``rounds`` (the task's
+    round count) defaults to 3 for a doc of round > 0."""
+    record = Record(question_id=qid, study_level="", question_type=question_type, content="Q?", answer="1",
+                    user_answer="2", user_answer_steps="Step 1: x.", n_steps=n_steps, gold_step=gold_step,
+                    gold_category=gold_category, content_image="", image_path="",
+                    n_rounds=rounds if rounds is not None else (3 if round_ else 1))
+    return {**record.columns(), "round": round_}
 
 
 def _run(process, pairs):
@@ -220,6 +226,22 @@ def test_docs_carry_their_round_count():
     three = er.process_docs_cate([{"benchmark": "errorradar", "source": "sample", "rounds": 3}])
     assert {d[er.ROUNDS_FIELD] for d in one} == {1} and {d[er.ROUNDS_FIELD] for d in three} == {3}
     assert len(three) == 3 * len(one)
+
+
+def test_docs_hold_no_json_text_and_read_back_as_typed_records():
+    source = er.resolve_source("errorradar", "sample", sample_dir=er.SAMPLE_DIR, hub_repo=None, local_layout="")
+    loaded = {r["question_id"]: r for r in er.load_records(source)}
+    for process in (er.process_docs_step, er.process_docs_cate):
+        dataset = process([{"benchmark": "errorradar", "source": "sample", "rounds": 3}])
+        assert json_text_columns(dataset) == {}, process.__name__  # plain strings and integers (issue 28)
+        records = [er.record_of(d) for d in dataset]
+        assert all(isinstance(r, Record) for r in records)
+        assert [dataclasses.replace(r, round=0) for r in records] == [
+            Record.of(loaded[d["question_id"]], n_rounds=3) for d in dataset]
+        assert sorted({r.round for r in records}) == [0, 1, 2]
+    # the hooks read the doc through the record: a doc missing a field is a named error, not a KeyError
+    with pytest.raises(DataError, match="lacks the field.*gold_step"):
+        er.score_step({k: v for k, v in doc().items() if k != "gold_step"}, "Error Step: Step 2")
 
 
 def test_mean_std_by_key_by_hand():

@@ -34,7 +34,7 @@ ER_MODULES = {"data", "errors", "media", "messages", "metrics", "outcome", "pars
               "parsing_markup", "parsing_steps", "parsing_times", "doc_fields",
               "benchmarks", "benchmarks.errorradar", "benchmarks.errorradar.tasks", "frame_cache",
               "settings", "benchmark", "yaml_index", "task_hooks", "benchmarks.errorradar.spec",
-              "benchmarks.errorradar.scoring"}
+              "benchmarks.errorradar.scoring", "benchmarks.errorradar.records", "run_state"}
 
 # Run in a subprocess: import hooks that make `lmms_eval_plugins` unimportable, as on a machine with
 # stock lmms-eval only. Entry points of our judge group are hidden too (no installed metadata there).
@@ -250,6 +250,26 @@ def test_a_judged_task_vendors_the_judges_and_finds_them_without_entry_points(tm
     ''', cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "['rubric', 'rubric_offline', 'semantic_match', 'semantic_match_offline'] 1.0" in proc.stdout
+
+
+def test_exported_crossvid_carries_its_judge_prompt(tmp_path):
+    """The CCQA judge prompt is a module of the crossvid package (an export copies no data file of it):
+    the vendored rubric judge sends it, byte for byte, with neither the package nor entry points."""
+    from lmms_eval_plugins.benchmarks.crossvid.ccqa import CCQA_JUDGE_PROMPT
+
+    result = ex.export_task("crossvid", tmp_path / "tasks")
+    proc = run_isolated(f'''
+        import hashlib, importlib.util, sys
+        spec = importlib.util.spec_from_file_location("utils", {str(result.folder / "utils.py")!r})
+        utils = importlib.util.module_from_spec(spec); spec.loader.exec_module(utils)
+        from lmms_eval_plugins_crossvid.judges import load_judge
+        judge = load_judge("rubric")
+        assert type(judge).__module__ == "lmms_eval_plugins_crossvid.judges.rubric", type(judge).__module__
+        assert "lmms_eval_plugins" not in sys.modules
+        print(hashlib.sha256(judge.system_prompt.encode("utf-8")).hexdigest())
+    ''', cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert hashlib.sha256(CCQA_JUDGE_PROMPT.encode("utf-8")).hexdigest() in proc.stdout
 
 
 def test_builtin_judge_table_matches_the_declared_entry_points():

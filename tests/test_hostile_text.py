@@ -11,7 +11,6 @@ scan the whole test process, a cost that has nothing to do with the input).
 from __future__ import annotations
 
 import gc
-import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -78,8 +77,12 @@ SHAPES: dict[str, Callable[[int], str]] = {
 # ----------------------------------------------------------------------------------------------- the functions
 
 _OPTIONS = ["A. The man walks away", "B. The wave hits", "C. A dog barks", "D. Nothing happens"]
-_MM_DOC = {"question_id": "q", "domain": "d", "subdomain": "s", "label": mm.LABELS["B"]}
-_ER_DOC = {"question_id": "q", "question_type": "t", "round": 0, "n_steps": 10, "gold_step": 2, "gold_category": "CAL"}
+# Whole docs, as the loaders write them (each benchmark reads a doc through its typed record).
+_MM_DOC = {"question_id": "q", "question": "Q?", "correct_answer": "", "error_reason": "", "label": mm.LABELS["B"],
+           "label_raw": "B", "domain": "d", "subdomain": "s", "json_path": "", "image_path": ""}
+_ER_DOC = {"question_id": "q", "study_level": "", "question_type": "t", "content": "", "answer": "", "user_answer": "",
+           "user_answer_steps": "", "n_steps": 10, "gold_step": 2, "gold_category": "CAL", "content_image": "",
+           "image_path": "", "round": 0}
 _CV_DOCS = {
     "BU": {"id": "1", "task": "BU", "gold": {"letters": ["A", "C"], "exact": "AC"}, "letters": "ABCD",
            "options": _OPTIONS, "media": []},
@@ -88,11 +91,13 @@ _CV_DOCS = {
     "CC": {"id": "4", "task": "CC", "gold": {"letter": "B", "exact": "B"}, "letters": "ABCD", "options": _OPTIONS,
            "media": []},
 }
-_CS_DOC = {cs.ID_FIELD: "v/S1/d", "video_id": "v", "category": "c", "n_segments": 3, "segment": 1, "kind": "desc",
-           "restart": "next", "gold": "B", "options": [o[3:] for o in _OPTIONS]}
+_CS_DOC = {cs.ID_FIELD: "v/S1/d", "video_id": "v", "category": "c", "video_path": "", "n_segments": 3, "segment": 1,
+           "kind": "desc", "shown": [{"index": 1, "start": 0.0, "end": 1.0}], "question": "Q?",
+           "options": [o[3:] for o in _OPTIONS], "gold": "B", "prev_question": "", "prev_answer": "", "restart": "next",
+           "num_frames": 8, "max_long_side": 0}
 _VR_DOC = {"id": "d", "domain": "dynamic_perception", "error_type": "logical", "solution_source": "s", "question": "Q?",
-           "answer": "B", "gold_labels": json.dumps({"1": "1", "2": "0"}), "gold_edges": json.dumps([[2, 2]]),
-           "gold_timestamps": json.dumps([[12.0, 20.0]])}
+           "answer": "B", "gold_labels": [{"step": 1, "label": "1"}, {"step": 2, "label": "0"}],
+           "gold_edges": [{"source": 2, "target": 2}], "gold_timestamps": [{"start": 12.0, "end": 20.0}]}
 _POINTS = ("The man opens the door", "He leaves at 12 seconds")
 _OFFLINE_RUBRIC = RB.OfflineRubricJudge()
 

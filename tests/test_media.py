@@ -515,13 +515,13 @@ def test_every_decoder_error_type_is_a_named_media_error(tmp_path, monkeypatch, 
 
 
 def test_with_skipping_on_an_unreadable_file_is_a_placeholder_and_its_sample_is_left_out(tmp_path, monkeypatch):
-    from lmms_eval_plugins import outcome
+    from lmms_eval_plugins import outcome, run_state
 
     bad = ztxt_bomb(tmp_path / "bad.png")
     folder = tmp_path / "frames"
     folder.mkdir()
     (folder / "000001.jpg").write_bytes(b"not a jpeg")
-    monkeypatch.setattr(outcome, "_UNREADABLE", {})
+    run_state.begin_run()  # a fresh run: nothing noted yet
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA", "1")
     image = load_image(bad, record_id="q7")
     assert image.size == (32, 32) and image.mode == "RGB"
@@ -530,7 +530,7 @@ def test_with_skipping_on_an_unreadable_file_is_a_placeholder_and_its_sample_is_
     assert len(video.frames) == 2 and video.frames[0].size == (32, 32)
     assert len(sample_frame_folder(folder, 4, record_id="f1").frames) == 2
     # the doc that names the file is skipped in every metric; a doc with the same id but other media is not
-    doc = {"question_id": "q7", "image_path": str(bad), "skipped_records": "{}"}
+    doc = {"question_id": "q7", "image_path": str(bad), "skipped_records": []}
     out = outcome.with_unscored({"acc": {"correct": True}}, ["reply"], doc=doc)
     assert outcome.is_media_skipped(out["acc"]) and out["unscored"] == {"unscored": None}
     assert outcome.skipped_counts([out["skipped"]]) == {"unreadable media": 1}
@@ -555,7 +555,7 @@ def test_guarded_aggregations_leave_skipped_items_out_and_counts_add_them_once()
     # by hand: (1 + 0 + 1) / 3 without the skipped item; the skipped one would make it 2 / 4
     assert mean([{"correct": 1}, {"correct": 0}, skipped, {"correct": 1}]) == pytest.approx(2 / 3)
     assert mean([skipped]) is None  # nothing left to aggregate: null, never an exception
-    stamp = {"skipped_records": '{"missing media": 2}'}
+    stamp = {"skipped_records": [{"reason": "missing media", "count": 2}]}
     items = [stamp, {**stamp, **skipped}, {**stamp, **skipped}, {**stamp, **skipped, "skipped_key": "q2|b.png"}]
     assert outcome.agg_skipped_by_reason(items) == {"missing media": 2, "unreadable media": 2}
     assert outcome.agg_skipped(items) == 4

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from lmms_eval_plugins.benchmarks.mmerror.records import Record
 from lmms_eval_plugins.benchmarks.mmerror.spec import EPD_TEMPLATE, ETC_TEMPLATE
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.task_hooks import RUN_COUNTS
+from testkit.doc_columns import json_text_columns
 from testkit.task_utils import load_task_utils
 
 mm = load_task_utils("mmerror")
@@ -37,12 +39,12 @@ OFFICIAL_PROMPT_SHA256 = {
 
 @pytest.mark.parametrize("stage", sorted(OFFICIAL_PROMPT_SHA256))
 def test_prompts_are_the_official_renders_byte_for_byte(stage):
-    text = mm.prompt_text({"question": "What {x} is 2+2?", "error_reason": "Step 1: {y} 2+2=5."}, stage)
+    text = mm.prompt_text(_doc(B, question="What {x} is 2+2?", error_reason="Step 1: {y} 2+2=5."), stage)
     assert hashlib.sha256(text.encode()).hexdigest() == OFFICIAL_PROMPT_SHA256[stage]
 
 
 def test_prompt_wording_and_letter_order():
-    doc = {"question": "Q?", "error_reason": "Step 1: r."}
+    doc = _doc(B, question="Q?", error_reason="Step 1: r.")
     etc, presence, typ = (mm.prompt_text(doc, s) for s in ("etc", "presence", "type"))
     assert "guaranteed to contain exactly one error" in etc and "B. B_Reasoning_Error" in etc
     assert "D. D_Knowledge_Deployment_Error\n   The image and question are understood" in etc
@@ -127,9 +129,10 @@ def test_gold_labels_are_read_by_keyword(spelling, letter):
 
 # ------------------------------------------------------------------------------------------ scoring
 
-def _doc(label, domain="M", qid="q", subdomain="s", stage=None):
-    doc = {"question_id": qid, "label": label, "domain": domain, "subdomain": subdomain}
-    return {**doc, "stage": stage} if stage else doc
+def _doc(label, domain="M", qid="q", subdomain="s", stage=None, question="Q?", error_reason="Step 1: r."):
+    """A doc as the loader writes it (its typed record's columns)."""
+    return Record(question_id=qid, question=question, correct_answer="4", error_reason=error_reason, label=label,
+                  label_raw=label, domain=domain, subdomain=subdomain, json_path="", image_path="", stage=stage).columns()
 
 
 def run_etc(pairs):
@@ -291,6 +294,25 @@ def test_docs_per_task():
     assert {(d["stage"], d["oracle_response"]) for d in clean} == {("presence", "N"), ("type", "A")}  # stage 2 of a clean sample is never scored
     assert {d["oracle_response"] for d in epd if d["label"] != E and d["stage"] == "presence"} == {"P"}
     assert all(d["chance_responses"] == ["P", "N"] for d in epd if d["stage"] == "presence")
+
+
+def test_docs_hold_no_json_text_and_read_back_as_typed_records():
+    source = mm.resolve_source("mmerror", "sample", sample_dir=mm.SAMPLE_DIR, hub_repo=None, local_layout="")
+    loaded = {r["question_id"]: r for r in mm.load_records(source)}
+    for task in ("etc", "epd"):
+        dataset = (mm.process_docs_etc if task == "etc" else mm.process_docs_epd)([{"benchmark": "mmerror", "source": "sample"}])
+        assert json_text_columns(dataset) == {}, task  # plain strings and integers (issue 28)
+        for d in dataset:
+            record = mm.record_of(d)
+            expected = (Record.of(loaded[d["question_id"]], official_not_asked=3) if task == "etc"
+                        else Record.of(loaded[d["question_id"]], stage=d["stage"]))
+            assert isinstance(record, Record) and record == expected
+    # the hooks read the doc through the record: a doc missing a field is a named error, not a KeyError
+    doc = _doc(B)
+    with pytest.raises(DataError, match="lacks the field.*image_path"):
+        mm.score_etc({k: v for k, v in doc.items() if k != "image_path"}, "B")
+    with pytest.raises(DataError, match="no stage"):
+        mm.score_epd_stage(doc, "P")
 
 
 def _write(folder: Path, records: list[dict], images: bool = True) -> Path:

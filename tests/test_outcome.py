@@ -49,12 +49,11 @@ def test_guarded_aggregation_is_null_when_any_sample_is_unscored():
     assert outcome.count_unscored([{"unscored": None}, {"unscored": "x"}, {"unscored": "y"}]) == 2
 
 
-def test_guard_aggregations_wraps_every_agg_but_the_count():
-    namespace = {"agg_a": lambda items: len(items), "agg_unscored": outcome.count_unscored, "helper": len}
-    outcome.guard_aggregations(namespace)
-    assert namespace["agg_a"]([{"unscored": "x"}]) is None
-    assert namespace["agg_unscored"]([{"unscored": "x"}]) == 1
-    assert namespace["helper"] is len
+def test_guard_wraps_an_aggregation_but_not_the_count():
+    guarded = outcome.guard(lambda items: len(items))
+    assert guarded([{"unscored": "x"}]) is None and guarded([{"unscored": None}]) == 1
+    assert outcome.guard(outcome.count_unscored) is outcome.count_unscored
+    assert outcome.guard(outcome.count_unscored)([{"unscored": "x"}]) == 1
 
 
 # Every benchmark: a failed request makes each metric of the task null and is counted, hand-checked on
@@ -136,9 +135,64 @@ def test_skipped_counts_travel_on_docs_to_the_aggregation():
     assert outcome.agg_skipped([item["skipped"]]) == 0 and outcome.agg_skipped_by_reason([item["skipped"]]) == {}
 
 
-@pytest.mark.parametrize("raw", ["not json", "[1, 2]", '{"missing media": "3"}', None])
+@pytest.mark.parametrize("raw", ["not a list", '[{"reason": "missing media", "count": 3}]', [1, 2],
+                                 [{"reason": "missing media", "count": "3"}], [{"reason": 3, "count": 3}],
+                                 {"missing media": 3}, None])
 def test_a_malformed_skipped_stamp_counts_nothing(raw):
     assert outcome.agg_skipped([{outcome.SKIPPED_FIELD: raw}]) == 0
+
+
+def test_the_skipped_stamp_is_arrow_native_and_read_without_json():
+    from lmms_eval_plugins.data import Kept, stamp_skipped, to_dataset
+
+    records = Kept(["a"])
+    records.skipped = {"no label": 1, "missing media": 3}
+    docs = to_dataset(stamp_skipped([{"id": 1}, {"id": 2}], records))
+    # a list of {reason, count} structs in Arrow, by reason, read back as it was written
+    import pyarrow as pa
+
+    assert docs.data.schema.field(outcome.SKIPPED_FIELD).type == pa.list_(pa.struct([("reason", pa.string()),
+                                                                                        ("count", pa.int64())]))
+    assert docs[1][outcome.SKIPPED_FIELD] == [{"reason": "missing media", "count": 3}, {"reason": "no label", "count": 1}]
+    assert outcome.agg_skipped_by_reason([{outcome.SKIPPED_FIELD: docs[0][outcome.SKIPPED_FIELD]}]) == {
+        "missing media": 3, "no label": 1}
+    # nothing skipped: an empty list (Arrow infers list<null> from it) that reads back as no counts
+    empty = to_dataset(stamp_skipped([{"id": 1}], Kept(["a"])))
+    assert empty[0][outcome.SKIPPED_FIELD] == []
+    assert outcome.stamped_counts(empty[0][outcome.SKIPPED_FIELD]) == {}
+    # by hand: a zero count is left out, a repeated reason adds up
+    assert outcome.stamped_counts([{"reason": "a", "count": 0}, {"reason": "b", "count": 2}, {"reason": "b", "count": 1}]) == {"b": 3}
+
+
+# --------------------------------------------------------------------------- media noted unreadable: the run's state
+
+def test_unreadable_media_belongs_to_the_run_that_noted_it(tmp_path):
+    from lmms_eval_plugins import run_state
+
+    bad = str(tmp_path / "clip.mp4")
+    doc = {"id": "r1", "video": bad, outcome.SKIPPED_FIELD: []}
+    first = run_state.begin_run()
+    first.note_unreadable_media(bad, "r1")
+    assert run_state.current_run() is first and outcome.unreadable_media_of(doc) == f"r1|{bad}"
+    assert outcome.is_media_skipped(outcome.with_unscored({"acc": {"correct": True}}, ["A"], doc=doc)["acc"])
+    # the next run starts clean: the same doc is scored there
+    second = run_state.begin_run()
+    assert second is not first and run_state.current_run() is second
+    assert outcome.unreadable_media_of(doc) is None
+    assert not outcome.is_media_skipped(outcome.with_unscored({"acc": {"correct": True}}, ["A"], doc=doc)["acc"])
+    # the matching itself is pure: given the notes, the current run is not read
+    assert outcome.unreadable_media_of(doc, first.unreadable_media()) == f"r1|{bad}"
+    assert outcome.unreadable_media_of(doc, {bad: {"r2"}}) is None  # noted for another record
+    assert outcome.unreadable_media_of(doc, {bad: {None}}) == f"|{bad}"  # noted for any record
+
+
+def test_outside_a_run_the_first_use_starts_one(monkeypatch):
+    from lmms_eval_plugins import run_state
+
+    monkeypatch.setattr(run_state, "_current", run_state._Current())
+    state = run_state.current_run()
+    assert isinstance(state, run_state.RunState) and run_state.current_run() is state
+    assert state.unreadable_media() == {}
 
 
 def test_mmerror_counts_unlabelled_and_missing_media_records_apart(tmp_path, monkeypatch):
@@ -163,3 +217,80 @@ def test_mmerror_counts_unlabelled_and_missing_media_records_apart(tmp_path, mon
     kept = mm.load_records(mm.resolve_source("mmerror", "sample", sample_dir=tmp_path, hub_repo=None, local_layout=""))
     assert [r["question_id"] for r in kept] == ["MMErroR_00001", "MMErroR_00004"]
     assert kept.skipped == {"missing media": 1, "no label": 1}
+
+
+def test_the_evaluate_hook_starts_a_fresh_run_state_per_run(monkeypatch):
+    import lmms_eval.evaluator as evaluator
+
+    from lmms_eval_plugins import run_state
+    from lmms_eval_plugins.compat.patches import install_evaluate_hook
+    from lmms_eval_plugins.judges import session
+
+    seen = []
+    monkeypatch.setattr(evaluator, "simple_evaluate", lambda **kwargs: seen.append(
+        (run_state.current_run(), session.judging_deferred())))
+    monkeypatch.setattr("sys.argv", ["lmms-eval"])  # no --output_path: nothing written
+    stale = run_state.current_run()
+    stale.note_unreadable_media("a.mp4", "r1")
+    assert install_evaluate_hook()
+    try:
+        evaluator.simple_evaluate(predict_only=True)
+        evaluator.simple_evaluate()
+    finally:
+        session.end_session()
+    (first, deferred), (second, judged) = seen
+    assert first is not stale and second is not first and (deferred, judged) == (True, False)
+    assert first.unreadable_media() == {} and second.unreadable_media() == {}
+
+
+# --------------------------------------------------------------------------- the run's options: strict, decided once
+
+@pytest.mark.parametrize("model_args, env, expected", [
+    ("samples=run.json,strict=true", {}, True),
+    ("samples=run.json, strict = 1", {}, True),
+    ({"samples": "run.json", "strict": "yes"}, {}, True),
+    ("samples=run.json,strict=false", {}, False),
+    ("samples=run.json", {}, False),
+    ("samples=run.json", {"LMMS_EVAL_PLUGINS_STRICT": "1"}, True),
+    (None, {"LMMS_EVAL_PLUGINS_STRICT": "0"}, False),
+    ("pretrained=a,strictly=1", {}, False),  # another option's name is not `strict`
+])
+def test_strict_comes_from_the_run_configuration(model_args, env, expected):
+    from lmms_eval_plugins import run_state
+
+    assert run_state.strict_from_run_config(model_args, env) is expected
+
+
+def test_strict_is_decided_once_per_run_and_recorded(monkeypatch):
+    from lmms_eval_plugins import run_state
+
+    monkeypatch.delenv("LMMS_EVAL_PLUGINS_STRICT", raising=False)
+    state = run_state.begin_run(strict=True)
+    assert run_state.strict_mode() is True and state.options() == {"strict": True}
+    state = run_state.begin_run(strict=False)
+    monkeypatch.setenv("LMMS_EVAL_PLUGINS_STRICT", "1")  # too late: the run decided when it started
+    assert run_state.strict_mode() is False and state.options() == {"strict": False}
+    monkeypatch.setattr(run_state, "_current", run_state._Current())  # outside a run: the environment, when asked
+    assert run_state.strict_mode() is True
+    monkeypatch.setenv("LMMS_EVAL_PLUGINS_STRICT", "0")
+    assert run_state.strict_mode() is False
+
+
+def test_the_evaluate_hook_takes_strict_from_the_model_args(monkeypatch):
+    import lmms_eval.evaluator as evaluator
+
+    from lmms_eval_plugins import run_state
+    from lmms_eval_plugins.compat.patches import install_evaluate_hook
+    from lmms_eval_plugins.judges import session
+
+    seen = []
+    monkeypatch.delenv("LMMS_EVAL_PLUGINS_STRICT", raising=False)
+    monkeypatch.setattr(evaluator, "simple_evaluate", lambda **kwargs: seen.append(run_state.strict_mode()))
+    monkeypatch.setattr("sys.argv", ["lmms-eval"])
+    assert install_evaluate_hook()
+    try:
+        evaluator.simple_evaluate(model_args="samples=r.json,strict=true")
+        evaluator.simple_evaluate(model_args="samples=r.json")
+    finally:
+        session.end_session()
+    assert seen == [True, False]

@@ -24,7 +24,7 @@ import pytest
 from judge_server import TEST_API_KEY, JudgeServer, Reply, score_block
 
 from lmms_eval_plugins.benchmarks.crossvid.scoring import official_nan_count
-from lmms_eval_plugins.data import read_jsonl
+from lmms_eval_plugins.data import read_jsonl, to_dataset
 from lmms_eval_plugins.judges import JudgeItem, JudgeOutcome
 from lmms_eval_plugins.judges.base import ReplyParseError
 from lmms_eval_plugins.judges.endpoint import Endpoint
@@ -32,9 +32,8 @@ from lmms_eval_plugins.judges.rubric import (
     RubricJudge,
     official_verdict,
     parse_rubric_reply,
-    rubric_micro_average,
-    rubric_official_nan_count,
 )
+from lmms_eval_plugins.benchmarks.crossvid.ccqa import rubric_micro_average, rubric_official_nan_count
 from lmms_eval_plugins.judges.runtime import JudgeRuntime, RuntimeSettings
 from lmms_eval_plugins.models.replay import RawReply
 from testkit.task_utils import load_task_utils
@@ -52,7 +51,9 @@ _DOCS: dict[str, dict] = {}
 
 def doc(task: str) -> dict:
     if task not in _DOCS:
-        _DOCS[task] = cv.to_row(cv.load_docs({"benchmark": "crossvid", "source": "sample", "frames": 16}, task)[0])
+        rows = to_dataset(cv.load_docs({"benchmark": "crossvid", "source": "sample", "frames": 16}, task),
+                          features=cv.row_features(task))
+        _DOCS[task] = rows[0]  # as lmms-eval holds it: an Arrow row
     return _DOCS[task]
 
 
@@ -94,7 +95,7 @@ def test_the_corpus_covers_every_task_and_names_the_official_code():
         assert line["official_source"].startswith(f"eval/{'score_CCQA' if line['task'] == 'CCQA' else line['task']}.py "
                                                   "main().update"), line["id"]
     for task in set(cv.TASKS) - {"CCQA"}:  # the rows' gold is the sample doc's
-        gold = cv.from_row(doc(task))["gold"]
+        gold = doc(task)["gold"]
         assert {json.dumps(line["gold"]) for line in BY_TASK[task]} == {
             json.dumps(gold.get("interval") or (gold["letters"] if task == "BU" else gold["exact"]))}
     # the official edge cases of issue 30 are in it
@@ -300,8 +301,10 @@ def test_score_strict_scores_the_logged_reply_with_its_whitespace(tmp_path):
                           stderr=subprocess.STDOUT, text=True, timeout=900)
     new = [p for p in run.glob("*_results.json") if p.name != results.name]
     assert len(new) == 1, done.stdout[-3000:]
-    metrics = json.loads(new[0].read_text())["results"]["crossvid_nc_sample"]
+    rescored_results = json.loads(new[0].read_text())
+    metrics = rescored_results["results"]["crossvid_nc_sample"]
     assert (metrics["score,none"], metrics["score_strict,none"]) == (50.0, 50.0), done.stdout[-3000:]
+    assert rescored_results["lmms_eval_plugins_options"] == {"strict": True}  # the run decided it, and says so
     rescored = new[0].with_name(new[0].name.replace("_results.json", "_samples_crossvid_nc_sample.jsonl"))
     items = {json.loads(line)["doc_id"]: json.loads(line)["score"] for line in rescored.read_text().splitlines()}
     assert (items[0]["robust"], items[0]["strict"], items[1]["strict"]) == (1.0, 0.0, 1.0)

@@ -84,6 +84,12 @@ def _record(question_id: str, label: str) -> dict:
             "label": label, "domain": "M", "subdomain": "s"}
 
 
+def _loaded(question_id: str, label: str) -> dict:
+    """A record as the loader hands it to etc_docs/epd_docs (with its label's spelling and its files)."""
+    return {**_record(question_id, label), "label_raw": label, "json_path": f"{question_id}.json",
+            "image_path": f"{question_id}.png"}
+
+
 def test_the_official_spellings_load_and_a_label_naming_two_classes_is_logged(tmp_path):
     import json
     import shutil
@@ -128,7 +134,7 @@ def test_official_report_by_hand():
 
 
 def _records(samples: list[list[str]]) -> list[dict]:
-    return [{**_record(f"q{i}", mm.LABELS[s[0]]), "domain": s[-1]} for i, s in enumerate(samples)]
+    return [{**_loaded(f"q{i}", mm.LABELS[s[0]]), "domain": s[-1]} for i, s in enumerate(samples)]
 
 
 def _etc_run(samples: list[list[str]]) -> tuple[list[dict], int]:

@@ -11,7 +11,9 @@ import pytest
 from lmms_eval_plugins.benchmarks.errorradar import tasks as er
 
 README = Path(__file__).resolve().parents[1] / "task_yamls" / "errorradar" / "README.md"
-DOC = {"question_id": "q", "question_type": "", "round": 0, "n_steps": 8, "gold_step": 1, "gold_category": "CAL"}
+DOC = {"question_id": "q", "study_level": "", "question_type": "", "content": "", "answer": "", "user_answer": "",
+       "user_answer_steps": "", "n_steps": 8, "gold_step": 1, "gold_category": "CAL", "content_image": "", "image_path": "",
+       "round": 0}  # a whole doc, as the loader writes it (scoring reads it through its typed record)
 
 
 def category(reply: str) -> str | None:

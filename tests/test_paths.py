@@ -286,7 +286,7 @@ def _cv_local(tmp_path: Path, monkeypatch) -> Path:
 
 
 def _cv_rows(task: str, **spec) -> list[dict]:
-    return [cv.to_row(d) for d in cv.load_docs({"benchmark": "crossvid", "source": "auto", "frames": 8, **spec}, task)]
+    return cv.load_docs({"benchmark": "crossvid", "source": "auto", "frames": 8, **spec}, task)
 
 
 def _outside_frames(tmp_path: Path) -> Path:

@@ -467,9 +467,10 @@ def run_task(benchmark: str, prefetch_on: bool, monkeypatch) -> tuple[list[str],
         data = module.process_docs([{"benchmark": "causalstep", "source": "sample", "frames_per_segment": 4,
                                      "max_long_side": 64}])
     else:
-        rows = [module.to_row(d) for task in ("CC", "PSS", "MSR")
-                for d in module.load_docs({"benchmark": "crossvid", "source": "sample", "frames": 8}, task)]
-        data = to_dataset(rows)
+        # three tasks, three row schemas: their Arrow rows in one list
+        data = [row for task in ("CC", "PSS", "MSR") for row in to_dataset(
+            module.load_docs({"benchmark": "crossvid", "source": "sample", "frames": 8}, task),
+            features=module.row_features(task))]
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_PREFETCH", "1" if prefetch_on else "0")
     digests: list[str] = []
 

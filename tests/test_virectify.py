@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.judges import JudgeOutcome
 from lmms_eval_plugins import media
+from lmms_eval_plugins.benchmarks.virectify.records import Gold
 from lmms_eval_plugins.benchmarks.virectify.sample_data import make_virectify
 from lmms_eval_plugins.benchmarks.virectify.spec import REFLECT_TEMPLATE, TEMPLATE
 from lmms_eval_plugins.task_hooks import RUN_COUNTS
+from testkit.doc_columns import json_text_columns
 from testkit.task_utils import load_task_utils
 
 vr = load_task_utils("virectify")
@@ -43,8 +45,8 @@ def doc(labels=None, edges=None, stamps=None, *, domain="dynamic_perception", er
     edges = edges if edges is not None else [[2, 2], [2, 3], [3, 4]]
     stamps = stamps if stamps is not None else [[12.0, 20.0], [30.0, 35.0]]
     return {"id": id_, "domain": domain, "error_type": error_type, "solution_source": source, "question": "Q?",
-            "answer": answer, "gold_labels": json.dumps(labels), "gold_edges": json.dumps(edges),
-            "gold_timestamps": json.dumps(stamps)}
+            "answer": answer, **vr.gold_columns({"labels": {int(k): v for k, v in labels.items()},
+                                                 "edges": {(s, t) for s, t in edges}, "intervals": stamps})}
 
 
 def response(identify="{'step1': ['1', ''], 'step2': ['0', 'x'], 'step3': ['0', 'y'], 'step4': ['0', 'z']}",
@@ -101,17 +103,40 @@ def test_edge_set_definition():
 
 
 def test_gold_annotation_reaches_scoring_as_written(sample_docs):
-    # a doc carries the gold as JSON text (datasets columns); the typed record read back is the loader's
+    # a doc carries the gold as Arrow-native lists of structs; the typed record read back is the loader's
     record = {"labels": {2: "0", 1: "1"}, "edges": {(2, 3), (2, 2)}, "intervals": [(12.0, 20.0), (30.5, 35.0)]}
     columns = vr.gold_columns(record)
-    assert columns == {"gold_labels": '{"1": "1", "2": "0"}', "gold_edges": "[[2, 2], [2, 3]]",
-                       "gold_timestamps": "[[12.0, 20.0], [30.5, 35.0]]"}
+    assert columns == {"gold_labels": [{"step": 1, "label": "1"}, {"step": 2, "label": "0"}],
+                       "gold_edges": [{"source": 2, "target": 2}, {"source": 2, "target": 3}],
+                       "gold_timestamps": [{"start": 12.0, "end": 20.0}, {"start": 30.5, "end": 35.0}]}
     assert vr.gold_of(columns) == ({1: "1", 2: "0"}, {(2, 2), (2, 3)}, [(12.0, 20.0), (30.5, 35.0)])
+    # through a dataset row, as lmms-eval hands a doc back: exact floats, and an edgeless graph keeps its type
+    odd = {"labels": {1: "0"}, "edges": set(), "intervals": [(0.1, 1 / 3)]}
+    dataset = vr.to_dataset([{"id": "x", **vr.gold_columns(odd)}], vr.gold_features())
+    assert vr.gold_of(dataset[0]) == ({1: "0"}, set(), [(0.1, 1 / 3)])
+    assert dataset.features["gold_edges"] == vr.gold_features()["gold_edges"]
     records = {r["id"]: r for r in vr.load_records(vr.resolve_source("virectify", "sample", sample_dir=vr.SAMPLE_DIR,
                                                                      hub_repo=None, local_layout=""))}
     for d in sample_docs:
         r = records[d["id"]]
         assert vr.gold_of(d) == (r["labels"], r["edges"], [tuple(iv) for iv in r["intervals"]])
+
+
+def test_docs_hold_no_json_text_and_the_gold_reads_back_typed():
+    # the check itself: a JSON list or object held as text is found, other text is not
+    assert json_text_columns([{"gold_edges": "[[2, 2]]", "hint": "[not json", "solution": ["Step 1: {x}"]}]) == {
+        "gold_edges": "[[2, 2]]"}
+    records = {r["id"]: r for r in vr.load_records(vr.resolve_source("virectify", "sample", sample_dir=vr.SAMPLE_DIR,
+                                                                     hub_repo=None, local_layout=""))}
+    for process in (vr.process_docs, vr.process_docs_reflect):
+        dataset = process([SAMPLE_ROW])
+        assert json_text_columns(dataset) == {}, process.__name__
+    dataset = vr.process_docs([SAMPLE_ROW])
+    assert {k: dataset.features[k] for k in vr.gold_features()} == vr.gold_features()
+    for d in dataset:
+        gold = vr.gold_of(d)
+        assert isinstance(gold, Gold) and gold.labels == records[d["id"]]["labels"]
+        assert gold.edges == records[d["id"]]["edges"] and gold.intervals == records[d["id"]]["intervals"]
 
 
 def test_overlapping_predicted_intervals_by_hand():

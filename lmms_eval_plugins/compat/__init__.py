@@ -66,7 +66,8 @@ ENTRIES: tuple[Entry, ...] = (
           "(the results JSON is the same)",
           "compact console table"),
     Entry("evaluate-hook", "lmms_eval.evaluator:simple_evaluate", PATCH, ("predict_only",),
-          "notes `--predict_only` for the judge filters (no judge calls; `score` judges later) and turns a plugin "
+          "starts each run's own state (judge session, media that failed to decode), notes `--predict_only` for "
+          "the judge filters (no judge calls; `score` judges later) and turns a plugin "
           "error into a short closing block; none in 0.7.3 (filters never see the flag)",
           None, "0.7.x", "judge filters call the judge under --predict_only too, and a plugin error ends with "
           "lmms-eval's traceback only", "predict-only judging deferral"),

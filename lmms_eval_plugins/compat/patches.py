@@ -37,6 +37,7 @@ from typing import Any
 from lmms_eval_plugins.compat import MARK
 
 RESULTS_KEY = "lmms_eval_plugins_judges"
+OPTIONS_KEY = "lmms_eval_plugins_options"  # the run's options as it decided them (run_state.RunState.options)
 TASK_HOOK_OFF_ENV = "LMMS_EVAL_PLUGINS_NO_TASK_HOOK"
 FULL_TABLE_ENV = "LMMS_EVAL_PLUGINS_FULL_TABLE"
 
@@ -138,11 +139,13 @@ def install_evaluate_hook() -> bool:
 
     @functools.wraps(original)
     def simple_evaluate(*args, **kwargs):
-        from lmms_eval_plugins import run_status
+        from lmms_eval_plugins import run_state, run_status
         from lmms_eval_plugins.judges.accounting import lmms_eval_output_path
         from lmms_eval_plugins.judges.session import begin_run
 
         begin_run(deferred=bool(kwargs.get("predict_only")))  # this run's judging state
+        # this run's other state: its options, decided once from its configuration, and media that failed to decode
+        run_state.begin_run(strict=run_state.strict_from_run_config(kwargs.get("model_args")))
         output_path = lmms_eval_output_path(sys.argv)
         try:
             result = original(*args, **kwargs)
@@ -174,11 +177,12 @@ def install_results_hook() -> bool:
 
     @functools.wraps(original)
     def save_results_aggregated(self, results=None, samples=None, datetime_str=None, *args, **kwargs):
-        from lmms_eval_plugins import provenance
+        from lmms_eval_plugins import provenance, run_state
         from lmms_eval_plugins.judges.session import accounting_reports
 
         if isinstance(results, dict):
             results[provenance.RESULTS_KEY] = provenance.software_versions()
+            results[OPTIONS_KEY] = run_state.current_run().options()
         reports = accounting_reports()
         if reports and isinstance(results, dict):
             results[RESULTS_KEY] = reports

@@ -11,7 +11,8 @@ its reasoning-tag stripping) and ``filtered_resps`` (after), drops ``resps`` whe
 unwraps lists of one and writes every element with ``str()`` (so our judge's and replay filter's dict
 attachments arrive as JSON text). :func:`reply_text` undoes that.
 
-In strict mode (``LMMS_EVAL_PLUGINS_STRICT=1``, what ``score --strict`` sets) the reply is a
+In strict mode (model arg ``strict=true`` or ``LMMS_EVAL_PLUGINS_STRICT=1``, what ``score --strict`` sets;
+the run decides it once: :func:`lmms_eval_plugins.run_state.strict_mode`) the reply is a
 :class:`RawReply`: lmms-eval strips every reply's surrounding whitespace before ``process_results``
 (``ConfigurableTask.process_results``, and its reasoning-tag stripping), which the official scorers
 do not; a RawReply survives those ``strip()`` calls, so exact-string checks see the reply as logged.
@@ -38,7 +39,7 @@ from lmms_eval_plugins.errors import DataError, PluginError
 from lmms_eval_plugins.logged_samples import DuplicateDocError, read_samples
 from lmms_eval_plugins.models._base import DocAnsweringModel
 from lmms_eval_plugins.runs import samples_path
-from lmms_eval_plugins.doc_fields import strict_requested
+from lmms_eval_plugins.run_state import strict_mode
 
 #: starts every ReplayError message; ``lmms-eval-plugins score`` finds it in lmms-eval's output
 REPLAY_ERROR_MARK = "lmms-eval-plugins replay:"
@@ -132,7 +133,8 @@ class Replay(DocAnsweringModel):
 
     is_simple = True
 
-    def __init__(self, samples: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, samples: str | None = None, strict: bool | str = False, **kwargs: Any) -> None:
+        # `strict` is read by the run when it starts (run_state.strict_from_run_config), not here
         super().__init__(**kwargs)
         if not samples:
             raise ReplayError("give the run to replay: --model_args samples=<path to its *_results.json>")
@@ -166,7 +168,7 @@ class Replay(DocAnsweringModel):
         text = reply_text(values[request.idx]) if values is not None and request.idx < len(values) else None
         if text is None:
             raise ReplayError(f"{where}: no reply stored for request {request.idx} of this document; re-run the model")
-        return RawReply(text) if strict_requested() else text
+        return RawReply(text) if strict_mode() else text
 
     @staticmethod
     def check_same_document(request: Instance, sample: dict[str, Any], where: str) -> None:

@@ -22,8 +22,8 @@ from lmms_eval_plugins.judges import (
     judged_mean,
     load_judge,
     neutralise,
-    rubric_micro_average,
 )
+from lmms_eval_plugins.benchmarks.crossvid.ccqa import rubric_micro_average
 from lmms_eval_plugins.judges.base import data_block
 from lmms_eval_plugins.judges.cache import VerdictCache, validate_row
 from lmms_eval_plugins.judges.endpoint import Endpoint

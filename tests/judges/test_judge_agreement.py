@@ -103,3 +103,63 @@ def test_bad_inputs_exit_2(tmp_path, capsys):
     good = _write_jsonl(tmp_path / "good.jsonl", binary_rows())
     assert main([str(good)]) == 2  # LLM judge without an endpoint
     assert "LMMS_EVAL_PLUGINS_JUDGE=offline" in capsys.readouterr().err
+
+
+def test_a_strict_verdict_holding_nan_is_excluded_and_named_not_a_crash():
+    from lmms_eval_plugins.judges.agreement import binary_pairs, rubric_agreement, rubric_questions, verdict_flags
+    from lmms_eval_plugins.judges.base import JudgeItem, JudgeOutcome
+
+    def outcome(coverage, correctness):
+        return JudgeOutcome("rubric", "1", "m", verdict=0.5, detail={"coverage": coverage, "correctness": correctness})
+
+    rows = [(JudgeItem("q", "p", "r", scoring_points=["a", "b"], item_id=str(i)), labels) for i, labels in enumerate([
+        ([1, 0], [1, 0]), ([1, 1], [0, 1]), ([1, 1], [1, 1]), ([0, 0], [0, 0])])]
+    outcomes = [outcome([1, 0], [True, False]),  # agrees fully
+                outcome([1, 1], [1, 0]),  # correctness differs on point 2
+                outcome([1, "NaN"], [1, 1]),  # a strict (official) reading kept the judge's NaN
+                JudgeOutcome("rubric", "1", "m", error="timeout")]
+    questions, excluded = rubric_questions(rows, outcomes)
+    assert [q["judge_correctness"] for q in questions] == [[1, 0], [1, 0]]
+    assert [i for i, _ in excluded] == ["2", "3"]
+    assert "not one 0/1 flag per scoring point" in excluded[0][1] and "'NaN'" in excluded[0][1] and excluded[1][1] == "timeout"
+    stats = rubric_agreement(questions, n_resamples=0, confidence=0.95, seed=0)
+    # by hand over questions 0 and 1: coverage 4/4 agree; correctness judge [1,0,1,0] vs human [1,0,0,1]: 2/4
+    assert stats["n_questions"] == 2 and stats["coverage_agreement"] == 1.0 and stats["correctness_agreement"] == 0.5
+    # judge (1+0+1+0 + 1+1+1+0) vs human (1+0+1+0 + 1+1+0+1) points over 2 * 4: 62.5 - 62.5
+    assert stats["judge_micro_average"] == 62.5 and stats["micro_average_difference"] == 0.0
+    for odd in ([0.5, 1], [2, 0], ["NaN", 1], [float("nan"), 1], [1], None):
+        assert verdict_flags(odd, 2) is None, odd
+    assert verdict_flags([True, 0.0], 2) == [1, 0]
+    binary = [(JudgeItem("q", "p", "r", item_id=str(i)), 1) for i in range(3)]
+    pairs, dropped = binary_pairs(binary, [JudgeOutcome("s", "1", "m", verdict=v) for v in (1.0, float("nan"), 0.0)])
+    assert pairs == [(1, 1), (0, 1)] and [i for i, _ in dropped] == ["1"]
+
+
+def test_the_command_names_a_nan_verdict_among_the_excluded(tmp_path, capsys):
+    from lmms_eval_plugins.judges import register_judge, unregister_judge
+    from lmms_eval_plugins.judges.base import OfflineJudge, Verdict
+
+    class NanRubric(OfflineJudge):  # lists as a strict (official) reading keeps them
+        name, version, kind = "nan_rubric", "0", "rubric"
+
+        def judge(self, item):
+            return Verdict(0.5, detail={"coverage": ["NaN", 1] if "odd" in item.prediction else [1, 1],
+                                        "correctness": [1, 0]})
+
+        def empty_verdict(self, item):
+            return Verdict(0.0, detail={"coverage": [0, 0], "correctness": [0, 0]})
+
+    rows = [{"id": f"q{i}", "question": "q", "prediction": p, "reference": "r", "scoring_points": ["a", "b"],
+             "coverage": [1, 1], "correctness": [1, 1]} for i, p in enumerate(["fine", "odd", "fine"])]
+    out = tmp_path / "r.json"
+    register_judge("nan_rubric", NanRubric)
+    try:
+        code = main([str(_write_jsonl(tmp_path / "l.jsonl", rows)), "--judge", "nan_rubric", "--bootstrap", "10",
+                     "--json", str(out)])
+    finally:
+        unregister_judge("nan_rubric")
+    assert code == 0, capsys.readouterr().err
+    result = json.loads(out.read_text())
+    assert result["n_judge_errors"] == 1 and result["judge_errors"][0]["id"] == "q1"
+    # q0 and q2: coverage [1,1] vs [1,1] agrees; correctness [1,0] vs [1,1] agrees on 2 of 4 points
+    assert result["n_questions"] == 2 and result["coverage_agreement"] == 1.0 and result["correctness_agreement"] == 0.5

@@ -107,6 +107,29 @@ def test_predict_only_runs_make_no_judge_calls(endpoint_env):
     assert "--predict_only" in outcome.error and endpoint_env.n_requests == 0
 
 
+def test_predict_only_without_an_endpoint_is_not_an_error():
+    """A --predict_only run needs no judge: no "not available" error, and the reason given is the deferral."""
+    from loguru import logger
+    from lmms_eval_plugins.judges.endpoint import forget_announcements
+    from lmms_eval_plugins.judges.session import set_judging_deferred
+
+    forget_announcements()
+    errors: list[str] = []
+    sink = logger.add(lambda m: errors.append(str(m)), level="ERROR")
+    set_judging_deferred(True)
+    try:
+        built = ensemble()  # no endpoint configured
+        insts = instances([0], ["B"])
+        built.apply(insts, DOCS)
+    finally:
+        set_judging_deferred(False)
+        logger.remove(sink)
+    _, outcome = judged_parts(insts[0].filtered_resps["none"])
+    assert not [e for e in errors if "not available" in e]
+    assert "--predict_only" in outcome.error and "OPENAI_BASE_URL" not in outcome.error
+    assert "OPENAI_BASE_URL" in unavailable(built)  # still known, should the run judge after all
+
+
 def test_yaml_function_tag_builds_the_filter(endpoint_env, tmp_path):
     (tmp_path / "utils.py").write_text(textwrap.dedent(
         """

@@ -27,8 +27,8 @@ from lmms_eval_plugins.judges import (
     JudgeItem,
     judged_mean,
     load_judge,
-    rubric_micro_average,
 )
+from lmms_eval_plugins.benchmarks.crossvid.ccqa import rubric_micro_average
 from lmms_eval_plugins.judges.cache import VerdictCache
 from lmms_eval_plugins.judges.endpoint import Endpoint
 from lmms_eval_plugins.judges.runtime import JudgeRuntime, RuntimeSettings

@@ -32,3 +32,19 @@ def test_no_judge_module_rebinds_a_global():
     for path in sorted(JUDGES.glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         assert not [n for n in ast.walk(tree) if isinstance(n, ast.Global)], path.name
+
+
+def test_a_judge_is_announced_once_per_run():
+    from lmms_eval_plugins.judges.endpoint import announce_judge, announce_unavailable
+
+    sessions.begin_run(deferred=False)
+    try:
+        assert announce_judge("rubric", "1", None, None) is True
+        assert announce_judge("rubric", "1", None, None) is False  # filters are built more than once
+        assert announce_unavailable("rubric", "no endpoint") is True
+        assert announce_unavailable("rubric", "no endpoint") is False
+        sessions.begin_run(deferred=False)  # the next run in this process says it again
+        assert announce_judge("rubric", "1", None, None) is True
+        assert announce_unavailable("rubric", "no endpoint") is True
+    finally:
+        sessions.end_session()

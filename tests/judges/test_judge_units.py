@@ -21,11 +21,10 @@ from lmms_eval_plugins.judges import (
     neutralise,
     register_judge,
     resolve_judge_name,
-    rubric_micro_average,
-    rubric_per_question_mean,
     strip_think,
     unregister_judge,
 )
+from lmms_eval_plugins.benchmarks.crossvid.ccqa import rubric_micro_average, rubric_per_question_mean
 from lmms_eval_plugins.judges.base import (
     JudgeConfigError,
     OfflineJudge,

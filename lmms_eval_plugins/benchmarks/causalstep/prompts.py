@@ -6,11 +6,11 @@ The hooks here are the plain functions; tasks.py hands lmms-eval their prefetche
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from lmms_eval_plugins.benchmarks.causalstep.protocol import DESC, ID_FIELD, ISOLATED
+from lmms_eval_plugins.benchmarks.causalstep.protocol import DESC, ISOLATED
+from lmms_eval_plugins.benchmarks.causalstep.records import Request, record_of
 from lmms_eval_plugins.media import (
     sample_video,
     seconds_to_frame_range,
@@ -40,58 +40,59 @@ ISOLATED_TASK = ("Answer this causal reasoning question about the current segmen
 ANSWER_INSTRUCTION = "Answer with the option's letter from the given choices directly."
 
 
-def shown_segments(doc: Mapping[str, Any]) -> list[tuple[int, float, float]]:
-    return [(int(i), float(s), float(e)) for i, s, e in json.loads(doc["shown"])]
-
-
 def prompt_text(doc: Mapping[str, Any]) -> str:
     """The text after the frames: task, history (chained causal questions), question, options."""
-    i, kind = int(doc["segment"]), doc["kind"]
+    return _prompt_text(record_of(doc))
+
+
+def _prompt_text(request: Request) -> str:
+    i, kind = request.segment, request.kind
     parts = [INTRO]
     if kind == DESC:
         parts.append(DESC_TASK.format(i=i))
     elif kind == ISOLATED:
         parts.append(ISOLATED_TASK.format(i=i))
     else:
-        parts.append(HISTORY.format(p=i - 1, question=doc["prev_question"], answer=doc["prev_answer"]))
+        parts.append(HISTORY.format(p=i - 1, question=request.prev_question, answer=request.prev_answer))
         parts.append(CAUSAL_TASK.format(i=i, p=i - 1))
-    options = "\n".join(f"{LETTERS[k]}. {text}" for k, text in enumerate(doc["options"]))
-    parts.append(f"Question: {doc['question']}\nOptions:\n{options}")
+    options = "\n".join(f"{LETTERS[k]}. {text}" for k, text in enumerate(request.options))
+    parts.append(f"Question: {request.question}\nOptions:\n{options}")
     parts.append(ANSWER_INSTRUCTION)
     return "\n\n".join(parts)
 
 
-def segment_frames(doc: Mapping[str, Any]) -> list[tuple[int, list]]:
+def segment_frames(request: Request) -> list[tuple[int, list]]:
     """(segment number, frames) for each segment the request shows, sampled inside its interval."""
-    max_long_side = int(doc.get("max_long_side") or 0) or None
-    return [(i, sample_video(doc["video_path"], int(doc["num_frames"]), interval=(start, end),
-                             max_long_side=max_long_side, record_id=doc[ID_FIELD]).frames)
-            for i, start, end in shown_segments(doc)]
+    return [(s.index, sample_video(request.video_path, request.num_frames, interval=(s.start, s.end),
+                                   max_long_side=request.max_long_side or None, record_id=request.request_id).frames)
+            for s in request.shown]
 
 
-def frame_count(doc: Mapping[str, Any], start: float, end: float) -> int:
+def frame_count(request: Request, start: float, end: float) -> int:
     """How many frames ``sample_video`` returns for one interval, without decoding any."""
-    info = video_info(doc["video_path"], doc[ID_FIELD])
+    info = video_info(request.video_path, request.request_id)
     first, last = seconds_to_frame_range(start, end, info.fps, info.num_frames)
-    return len(uniform_indices(info.num_frames, int(doc["num_frames"]), first, last))
+    return len(uniform_indices(info.num_frames, request.num_frames, first, last))
 
 
 def doc_to_visual(doc, lmms_eval_specific_kwargs=None) -> list:
     """All frames of the shown segments, in order (for models that take a flat list of images)."""
-    return [frame for _, frames in segment_frames(doc) for frame in frames]
+    return [frame for _, frames in segment_frames(record_of(doc)) for frame in frames]
 
 
 def doc_to_text(doc, lmms_eval_specific_kwargs=None) -> str:
     """For models that put the visuals before the text: say which frames belong to which segment."""
+    request = record_of(doc)
     spans, first = [], 1
-    for i, start, end in shown_segments(doc):
-        count = frame_count(doc, start, end)
-        spans.append(f"Segment {i}: frames {first}-{first + count - 1}.")
+    for s in request.shown:
+        count = frame_count(request, s.start, s.end)
+        spans.append(f"Segment {s.index}: frames {first}-{first + count - 1}.")
         first += count
-    return " ".join(spans) + "\n\n" + prompt_text(doc)
+    return " ".join(spans) + "\n\n" + _prompt_text(request)
 
 
 def doc_to_messages(doc, lmms_eval_specific_kwargs=None) -> list[dict[str, Any]]:
     """Each shown segment's frames preceded by its label ("Segment i-1:", "Segment i:"), then the text."""
-    groups = [FrameGroup(f"Segment {i}:", frames) for i, frames in segment_frames(doc)]
-    return interleaved_messages("", groups, prompt_text(doc))
+    request = record_of(doc)
+    groups = [FrameGroup(f"Segment {i}:", frames) for i, frames in segment_frames(request)]
+    return interleaved_messages("", groups, _prompt_text(request))

@@ -14,8 +14,8 @@ each video into independent requests (one doc each):
 The chain is replayed at scoring time (protocol.py, Algorithm 1): the filter (chain_filter.py)
 attaches each video's replayed chain to its first doc (the descriptive question of S1) for the logs,
 and the aggregations (scoring.py, named by spec.py) replay the same chains from the per-request items
-to compute the metrics. Prompts: prompts.py. See the task README for the prompt, the restart rules
-and the metric definitions.
+to compute the metrics. Prompts: prompts.py; the typed request each doc carries: records.py. See the
+task README for the prompt, the restart rules and the metric definitions.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from lmms_eval_plugins.benchmarks.causalstep.protocol import (
     RESTART_RULES,
     request_id,
 )
+from lmms_eval_plugins.benchmarks.causalstep.records import Request, Segment, record_of
 from lmms_eval_plugins.benchmarks.causalstep.scoring import (
     CHAIN_FIELD,
     CHAIN_ON_FIELD,
@@ -208,31 +209,29 @@ def build_requests(record: Mapping[str, Any], *, restart: str = "next", frames: 
     video_id, segments = record["video_id"], record["segments"]
     n = len(segments)
 
-    def span(i: int) -> list[float]:
-        return [i, segments[i - 1]["start"], segments[i - 1]["end"]]
+    def span(i: int) -> Segment:
+        return Segment(i, float(segments[i - 1]["start"]), float(segments[i - 1]["end"]))
 
-    def doc(i: int, kind: str, qtype: str, shown: list[list[float]], prev: Mapping[str, Any] | None) -> dict[str, Any]:
+    def doc(i: int, kind: str, qtype: str, shown: tuple[Segment, ...], prev: Mapping[str, Any] | None) -> dict[str, Any]:
         block = segments[i - 1][qtype]
         options, gold = shuffled(video_id, i, qtype, block)
-        return {
-            ID_FIELD: request_id(video_id, i, kind), "video_id": video_id, "category": record["category"],
-            "video_path": record["video_path"], "n_segments": n, "segment": i, "kind": kind,
-            "shown": json.dumps(shown), "question": block["question"], "options": options, "gold": gold,
-            "prev_question": prev["question"] if prev else "",
-            "prev_answer": prev["options"][prev["answer"]] if prev else "",
-            "restart": restart, "num_frames": frames, "max_long_side": max_long_side,
-            ORACLE_FIELD: gold, CHANCE_FIELD: list(LETTERS[: len(options)]),
-        }
+        request = Request(
+            request_id=request_id(video_id, i, kind), video_id=video_id, category=record["category"],
+            video_path=record["video_path"], n_segments=n, segment=i, kind=kind, shown=shown,
+            question=block["question"], options=tuple(options), gold=gold,
+            prev_question=prev["question"] if prev else "", prev_answer=prev["options"][prev["answer"]] if prev else "",
+            restart=restart, num_frames=frames, max_long_side=max_long_side)
+        return {**request.columns(), ORACLE_FIELD: gold, CHANCE_FIELD: list(LETTERS[: len(options)])}
 
     docs = []
     for i in range(1, n + 1):
-        docs.append(doc(i, DESC, "desc", [span(i)], None))
+        docs.append(doc(i, DESC, "desc", (span(i),), None))
         if i >= 2:
-            docs.append(doc(i, CAUSAL_AFTER_DESC, "causal", [span(i - 1), span(i)], segments[i - 2]["desc"]))
+            docs.append(doc(i, CAUSAL_AFTER_DESC, "causal", (span(i - 1), span(i)), segments[i - 2]["desc"]))
         if i >= 3:
-            docs.append(doc(i, CAUSAL_AFTER_CAUSAL, "causal", [span(i - 1), span(i)], segments[i - 2]["causal"]))
+            docs.append(doc(i, CAUSAL_AFTER_CAUSAL, "causal", (span(i - 1), span(i)), segments[i - 2]["causal"]))
         if i >= 2:
-            docs.append(doc(i, ISOLATED, "causal", [span(i)], None))
+            docs.append(doc(i, ISOLATED, "causal", (span(i),), None))
     return docs
 
 
@@ -273,8 +272,12 @@ def parse_answer(doc: Mapping[str, Any], response: str) -> tuple[str | None, str
     text of one option, a reply that starts with a letter ("C. The boy ...", "(C) because ..."), an
     answer stated in prose ("The answer is C.", "The correct answer is (C) since ...") or "Option C".
     Two different letters asserted at the same level are unparseable ("ambiguous"), never a guess."""
-    letters = LETTERS[: len(doc["options"])]
-    parsed = parse_option_letter(response, letters, names=dict(zip(letters, doc["options"])), prose=True)
+    return _parse(record_of(doc).options, response)
+
+
+def _parse(options: Sequence[str], response: str) -> tuple[str | None, str | None]:
+    letters = LETTERS[: len(options)]
+    parsed = parse_option_letter(response, letters, names=dict(zip(letters, options)), prose=True)
     if parsed.ok:
         return parsed.value, None
     return None, parsed.error
@@ -282,11 +285,12 @@ def parse_answer(doc: Mapping[str, Any], response: str) -> tuple[str | None, str
 
 def score_request(doc: Mapping[str, Any], response: str) -> dict[str, Any]:
     """The per-request item every metric reads."""
-    pred, error = parse_answer(doc, response)
-    return {ID_FIELD: doc[ID_FIELD], "video_id": doc["video_id"], "category": doc["category"],
-            "n_segments": int(doc["n_segments"]), "segment": int(doc["segment"]), "kind": doc["kind"],
-            "restart": doc["restart"], "gold": doc["gold"], "pred": pred, "correct": pred is not None and pred == doc["gold"],
-            "parse_error": error}
+    request = record_of(doc)
+    pred, error = _parse(request.options, response)
+    return {ID_FIELD: request.request_id, "video_id": request.video_id, "category": request.category,
+            "n_segments": request.n_segments, "segment": request.segment, "kind": request.kind,
+            "restart": request.restart, "gold": request.gold, "pred": pred,
+            "correct": pred is not None and pred == request.gold, "parse_error": error}
 
 
 def replay_group(docs: Sequence[Mapping[str, Any]], responses: Sequence[str]) -> dict[str, Any]:

@@ -10,7 +10,11 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from lmms_eval_plugins.benchmarks.crossvid.records import from_row
+from lmms_eval_plugins.benchmarks.crossvid.records import (
+    CrossVidRecord,
+    MediaGroup,
+    record_of,
+)
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.media import (
     SampledFrames,
@@ -65,10 +69,10 @@ def frame_budgets(task: str, total: int, lengths: Sequence[float], index_rule: s
     return [total // n] * n
 
 
-def _lengths(groups: Sequence[Mapping[str, Any]], index_rule: str = "centre") -> list[float]:
+def _lengths(groups: Sequence[MediaGroup], index_rule: str = "centre") -> list[float]:
     if index_rule == "linspace":  # the official code keeps only pieces with start < end
-        return [sum(e - s for s, e in g["intervals"] if s < e) if g["intervals"] else 1.0 for g in groups]
-    return [sum(abs(e - s) for s, e in g["intervals"]) if g["intervals"] else 1.0 for g in groups]
+        return [sum(e - s for s, e in g.intervals if s < e) if g.intervals else 1.0 for g in groups]
+    return [sum(abs(e - s) for s, e in g.intervals) if g.intervals else 1.0 for g in groups]
 
 
 def official_folder_positions(n_files: int, k: int) -> list[int]:
@@ -80,18 +84,18 @@ def official_folder_positions(n_files: int, k: int) -> list[int]:
     return [int(x) for x in np.linspace(0, n_files - 1, num=k, dtype=int)]
 
 
-def group_indices(group: Mapping[str, Any], k: int, size: tuple[int, float], index_rule: str) -> list[int]:
+def group_indices(group: MediaGroup, k: int, size: tuple[int, float], index_rule: str) -> list[int]:
     """The frames one video, group of intervals or frame folder shows under a budget of ``k``:
     ``size`` is (frames, fps) of the video, or (files, 1.0) of the folder. Positions in the folder's
     sorted file list; frame indices in the video."""
     n, fps = size
-    if group["kind"] == "folder":
+    if group.kind == "folder":
         return official_folder_positions(n, k) if index_rule == "linspace" else folder_positions(n, k, "centre")
-    intervals = [tuple(p) for p in group["intervals"]] if group["intervals"] else None
+    intervals = list(group.intervals) if group.intervals else None
     return frame_plan(n, fps, k, intervals, index_rule)  # type: ignore[arg-type]
 
 
-def plan_indices(task: str, budget: int, groups: Sequence[Mapping[str, Any]], sizes: Sequence[tuple[int, float]],
+def plan_indices(task: str, budget: int, groups: Sequence[MediaGroup], sizes: Sequence[tuple[int, float]],
                  index_rule: str = DEFAULT_INDEX_RULE) -> list[list[int]]:
     """Per video/segment/view, the frames it shows (:func:`group_indices` under :func:`frame_budgets`).
     Pure: ``sizes`` as in :func:`group_indices`. Under ``linspace`` a group may show none."""
@@ -99,7 +103,7 @@ def plan_indices(task: str, budget: int, groups: Sequence[Mapping[str, Any]], si
     return [group_indices(g, k, size, index_rule) for g, k, size in zip(groups, budgets, sizes)]
 
 
-def official_frame_drop(task: str, budget: int, groups: Sequence[Mapping[str, Any]],
+def official_frame_drop(task: str, budget: int, groups: Sequence[MediaGroup],
                         sizes: Sequence[tuple[int, float]]) -> str:
     """Why the official script drops a record for its frames ("" when it keeps it): it crashes on
     every one of its three tries, then leaves the record out of its results and its denominator.
@@ -111,35 +115,31 @@ def official_frame_drop(task: str, budget: int, groups: Sequence[Mapping[str, An
     """
     if task == "FSA":
         slots = budget // 2
-        short = [f"{g['label']} has {n} frames" for g, (n, _fps) in zip(groups, sizes) if n < slots]
+        short = [f"{g.label} has {n} frames" for g, (n, _fps) in zip(groups, sizes) if n < slots]
         if short:
             return f"{' and '.join(short)}, fewer than the {slots} frame slots of the official prompt"
     if task in ("PI", "PEA"):
-        empty = [g["label"] for g in groups if not any(s < e for s, e in g["intervals"] or [])]
+        empty = [g.label for g in groups if not any(s < e for s, e in g.intervals or [])]
         if empty:
             return f"{', '.join(empty)}: no interval with start < end"
     return ""
 
 
-def frame_drop(doc: Mapping[str, Any]) -> str:
+def frame_drop(doc: Mapping[str, Any] | CrossVidRecord) -> str:
     """:func:`official_frame_drop` for a loaded doc (FSA's videos are probed for their frame counts; a
     video that cannot be probed is reported when its frames are read, not here)."""
-    doc = from_row(doc)
-    if doc["task"] not in FRAME_DROP_TASKS:
+    rec = record_of(doc)
+    if rec.task not in FRAME_DROP_TASKS:
         return ""
     try:
-        sizes = media_sizes(doc) if doc["task"] == "FSA" else [(0, 0.0)] * len(doc["media"])
+        sizes = media_sizes(rec) if rec.task == "FSA" else [(0, 0.0)] * len(rec.media)
     except (DataError, MediaError):
         return ""
-    return official_frame_drop(doc["task"], int(doc["budget"]), doc["media"], sizes)
+    return official_frame_drop(rec.task, rec.budget, rec.media, sizes)
 
 
-def _rule(doc: Mapping[str, Any]) -> str:
-    return str(doc.get("index_rule") or "centre")  # a doc without the option: the rule it was made with
-
-
-def _side(doc: Mapping[str, Any]) -> int | None:
-    return int(doc.get("max_long_side") or 0) or None
+def _side(rec: CrossVidRecord) -> int | None:
+    return rec.max_long_side or None
 
 
 def _no_frames(path: str) -> SampledFrames:
@@ -162,100 +162,100 @@ def _official_view(sampled: SampledFrames, k: int) -> SampledFrames:
                          source_size=sampled.source_size)
 
 
-def _sample_group(doc: Mapping[str, Any], group: Mapping[str, Any], k: int) -> SampledFrames:
+def _sample_group(rec: CrossVidRecord, group: MediaGroup, k: int) -> SampledFrames:
     """One video, group of intervals or view under the official rule, each on its own budget."""
-    if group["kind"] == "folder":
-        sampled = sample_frame_folder(group["path"], k, max_long_side=_side(doc), record_id=doc["record"],
-                                      root=doc.get("media_root") or None, index_rule="linspace", by_name=True)
+    if group.kind == "folder":
+        sampled = sample_frame_folder(group.path, k, max_long_side=_side(rec), record_id=rec.record,
+                                      root=rec.media_root or None, index_rule="linspace", by_name=True)
         return _official_view(sampled, k)
     if k <= 0:  # the official scripts show the label alone
-        return _no_frames(group["path"])
-    intervals = [tuple(p) for p in group["intervals"]] if group["intervals"] else None
-    return sample_video(group["path"], k, intervals=intervals, max_long_side=_side(doc), record_id=doc["record"],
+        return _no_frames(group.path)
+    intervals = list(group.intervals) if group.intervals else None
+    return sample_video(group.path, k, intervals=intervals, max_long_side=_side(rec), record_id=rec.record,
                         index_rule="linspace")
 
 
-def sample_frames(doc: Mapping[str, Any]) -> list[SampledFrames]:
+def sample_frames(doc: Mapping[str, Any] | CrossVidRecord) -> list[SampledFrames]:
     """Decode the frames of every video (or view) of a doc under its budget."""
-    doc = from_row(doc)
-    groups, task, rule = doc["media"], doc["task"], _rule(doc)
-    budgets = frame_budgets(task, int(doc["budget"]), _lengths(groups, rule), rule)
+    rec = record_of(doc)
+    groups, task, rule = rec.media, rec.task, rec.index_rule
+    budgets = frame_budgets(task, rec.budget, _lengths(groups, rule), rule)
     if rule == "linspace":  # as the official scripts: a PI/PSS label may be left without frames
-        _require_budget(doc, budgets)
-        return [_sample_group(doc, g, k) for g, k in zip(groups, budgets)]
-    if groups[0]["kind"] == "folder":
-        out = [sample_frame_folder(g["path"], k, max_long_side=_side(doc), record_id=doc["record"],
-                                   root=doc.get("media_root") or None, index_rule=rule)
+        _require_budget(rec, budgets)
+        return [_sample_group(rec, g, k) for g, k in zip(groups, budgets)]
+    if groups[0].kind == "folder":
+        out = [sample_frame_folder(g.path, k, max_long_side=_side(rec), record_id=rec.record,
+                                   root=rec.media_root or None, index_rule=rule)
                for g, k in zip(groups, budgets)]
     else:
-        requests = [VideoRequest(g["path"], [tuple(p) for p in g["intervals"]] if g["intervals"] else None, doc["record"])
-                    for g in groups]
+        requests = [VideoRequest(g.path, list(g.intervals) if g.intervals else None, rec.record) for g in groups]
         if task in PROPORTIONAL:
-            out = sample_videos(requests, int(doc["budget"]), "proportional", max_long_side=_side(doc))
+            out = sample_videos(requests, rec.budget, "proportional", max_long_side=_side(rec))
         else:
-            out = sample_videos(requests, sum(budgets), "equal", max_long_side=_side(doc))
-    _require_frames(doc, [len(s.frames) for s in out])
+            out = sample_videos(requests, sum(budgets), "equal", max_long_side=_side(rec))
+    _require_frames(rec, [len(s.frames) for s in out])
     return out
 
 
-def _require_budget(doc: Mapping[str, Any], budgets: Sequence[int]) -> None:
+def _require_budget(rec: CrossVidRecord, budgets: Sequence[int]) -> None:
     """A budget below one frame a video (``frames: 3`` over 4 videos) is a setting to fix: the official
     scripts would send the labels with no frame at all. PI/PSS split by length and may leave one empty."""
-    if doc["task"] not in PROPORTIONAL:
-        _require_frames(doc, budgets)
+    if rec.task not in PROPORTIONAL:
+        _require_frames(rec, budgets)
 
 
-def _require_frames(doc: Mapping[str, Any], counts: Sequence[int]) -> None:
+def _require_frames(rec: CrossVidRecord, counts: Sequence[int]) -> None:
     """``centre`` rule: every label needs a frame (it promises one to each when the budget allows)."""
-    for g, count in zip(doc["media"], counts):
+    for g, count in zip(rec.media, counts):
         if count == 0:
-            raise MediaError(f"no frame could be sampled for {g['label']}", record=doc["record"], path=g["path"],
+            raise MediaError(f"no frame could be sampled for {g.label}", record=rec.record, path=g.path,
                              fix="raise the frame budget ('frames' in the source file) to at least one frame per video")
 
 
-def media_sizes(doc: Mapping[str, Any]) -> list[tuple[int, float]]:
+def media_sizes(doc: Mapping[str, Any] | CrossVidRecord) -> list[tuple[int, float]]:
     """(frames, fps) of each video, (files, 1.0) of each frame folder: what :func:`plan_indices` needs."""
-    doc = from_row(doc)
+    rec = record_of(doc)
     sizes = []
-    for g in doc["media"]:
-        if g["kind"] == "folder":
-            sizes.append((len(frame_files(g["path"], doc["record"], root=doc.get("media_root") or None)), 1.0))
+    for g in rec.media:
+        if g.kind == "folder":
+            sizes.append((len(frame_files(g.path, rec.record, root=rec.media_root or None)), 1.0))
         else:
-            info = video_info(g["path"], doc["record"])
+            info = video_info(g.path, rec.record)
             sizes.append((info.num_frames, info.fps))
     return sizes
 
 
-def plan_frames(doc: Mapping[str, Any]) -> list[tuple[int, list[float], list[int], tuple[int, int] | None]]:
+def plan_frames(doc: Mapping[str, Any] | CrossVidRecord
+                ) -> list[tuple[int, list[float], list[int], tuple[int, int] | None]]:
     """Per video/view: (frame count, timestamps, positions, source size), without decoding frames.
 
     Gives exactly what :func:`sample_frames` returns (a test checks it); simple model classes need
     it for ``doc_to_text``, which lmms-eval builds for every doc before inference.
     """
-    doc = from_row(doc)
-    groups, task, rule = doc["media"], doc["task"], _rule(doc)
+    rec = record_of(doc)
+    groups, task, rule = rec.media, rec.task, rec.index_rule
     if rule == "linspace":
-        _require_budget(doc, frame_budgets(task, int(doc["budget"]), _lengths(groups, rule), rule))
-    sizes = media_sizes(doc)
+        _require_budget(rec, frame_budgets(task, rec.budget, _lengths(groups, rule), rule))
+    sizes = media_sizes(rec)
     out = []
-    for g, (n, fps), indices in zip(groups, sizes, plan_indices(task, int(doc["budget"]), groups, sizes, rule)):
-        if g["kind"] == "folder":
+    for g, (n, fps), indices in zip(groups, sizes, plan_indices(task, rec.budget, groups, sizes, rule)):
+        if g.kind == "folder":
             size = None
             if indices:
-                files = frame_files(g["path"], doc["record"], root=doc.get("media_root") or None,
+                files = frame_files(g.path, rec.record, root=rec.media_root or None,
                                     by_name=rule == "linspace")
                 with Image.open(files[indices[0]][1]) as im:
                     size = im.size
             out.append((len(indices), [float(p) for p in indices], indices, size))
         else:
-            info = video_info(g["path"], doc["record"])
+            info = video_info(g.path, rec.record)
             out.append((len(indices), [i / fps for i in indices], indices, (info.width, info.height)))
     if rule != "linspace":
-        _require_frames(doc, [p[0] for p in out])
+        _require_frames(rec, [p[0] for p in out])
     return out
 
 
 def doc_to_visual(doc, lmms_eval_specific_kwargs=None) -> list:
     """Every sampled frame, video after video (for simple model classes, which show them first)."""
-    doc = from_row(doc)
-    return flat_frames([FrameGroup(g["text"], s.frames) for g, s in zip(doc["media"], sample_frames(doc))])
+    rec = record_of(doc)
+    return flat_frames([FrameGroup(g.text, s.frames) for g, s in zip(rec.media, sample_frames(rec))])

@@ -12,7 +12,11 @@ from lmms_eval_plugins.benchmarks.crossvid.frames import (
     plan_frames,
     sample_frames,
 )
-from lmms_eval_plugins.benchmarks.crossvid.records import from_row
+from lmms_eval_plugins.benchmarks.crossvid.records import (
+    CrossVidRecord,
+    ObjectRef,
+    record_of,
+)
 from lmms_eval_plugins.media import SampledFrames
 from lmms_eval_plugins.messages import FrameGroup, frame_legend, interleaved_messages
 
@@ -114,7 +118,7 @@ def box_scale(size: tuple[int, int] | None, max_long_side: int | None) -> float:
     return max_long_side / max(size)
 
 
-def object_lines(objects: Sequence[Mapping[str, Any]], positions: Mapping[str, Sequence[int]],
+def object_lines(objects: Sequence[ObjectRef], positions: Mapping[str, Sequence[int]],
                  scales: Mapping[str, float]) -> list[str]:
     """The "Objects information" lines: for each object (view A first, then view B, each in order of
     first appearance), its box in the first sampled frame of its view where it is annotated, scaled
@@ -126,38 +130,38 @@ def object_lines(objects: Sequence[Mapping[str, Any]], positions: Mapping[str, S
     official script looks boxes up by that position); ``scales[view]``: :func:`box_scale`.
     """
     lines = []
-    for ref in sorted(objects, key=lambda r: r["view"]):  # stable: keeps first-appearance order inside a view
-        view, boxes = ref["view"], ref.get("boxes") or {}
+    for ref in sorted(objects, key=lambda r: r.view):  # stable: keeps first-appearance order inside a view
+        view = ref.view
         for j, position in enumerate(positions[view]):
-            box = boxes.get(str(position))
-            if isinstance(box, Mapping):
+            box = ref.box_at(position)
+            if box is not None:
                 s = scales[view]
-                coords = [int(float(box[k]) * s) for k in ("xtl", "ytl", "xbr", "ybr")]
-                lines.append(f"{ref['name']} appears in {official_ordinal(j + 1)} frame of view {view} with bbox "
+                coords = [int(v * s) for v in (box.xtl, box.ytl, box.xbr, box.ybr)]
+                lines.append(f"{ref.name} appears in {official_ordinal(j + 1)} frame of view {view} with bbox "
                              f"[{', '.join(map(str, coords))}]")
                 break
         else:
-            lines.append(f"{ref['name']} does not appear in the sampled frames of view {view}")
+            lines.append(f"{ref.name} does not appear in the sampled frames of view {view}")
     return lines
 
 
 # ----------------------------------------------------------------------------------------------- prompts
 
-def _prompt_values(doc: Mapping[str, Any], timestamps: Sequence[Sequence[float]],
+def _prompt_values(rec: CrossVidRecord, timestamps: Sequence[Sequence[float]],
                    positions: Sequence[Sequence[int]], sizes: Sequence[tuple[int, int] | None]) -> dict[str, Any]:
-    values = dict(doc["fields"])
-    if doc["task"] == "FSA":
+    values = dict(rec.fields)
+    if rec.task == "FSA":
         # the official script prints list(map(int, timestamps)): whole seconds, truncated
         values["TIME1"], values["TIME2"] = (str([int(t) for t in ts]) for ts in timestamps[:2])
-    if doc["task"] in ("MSR", "MOC"):
+    if rec.task in ("MSR", "MOC"):
         pos = {"A": list(positions[0]), "B": list(positions[1])}
-        scales = {"A": box_scale(sizes[0], _side(doc)), "B": box_scale(sizes[1], _side(doc))}
-        values["BBOX"] = "\n".join(object_lines(doc["objects"], pos, scales))
+        scales = {"A": box_scale(sizes[0], _side(rec)), "B": box_scale(sizes[1], _side(rec))}
+        values["BBOX"] = "\n".join(object_lines(rec.objects, pos, scales))
     return values
 
 
-def _halves(doc: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[str, str]:
-    before, after = PROMPTS[doc["task"]].split(FRAMES_SLOT)
+def _halves(rec: CrossVidRecord, values: Mapping[str, Any]) -> tuple[str, str]:
+    before, after = PROMPTS[rec.task].split(FRAMES_SLOT)
     return fill(before, values), fill(after, values)
 
 
@@ -175,28 +179,29 @@ def label_groups(labels: Sequence[str], frames: Sequence[Sequence[Any]]) -> tupl
     return groups, carried
 
 
-def build_messages(doc: Mapping[str, Any], sampled: Sequence[SampledFrames]) -> list[dict[str, Any]]:
+def build_messages(doc: Mapping[str, Any] | CrossVidRecord, sampled: Sequence[SampledFrames]) -> list[dict[str, Any]]:
     """System prompt + one user turn: the task prompt with each label's frames at the frames slot."""
-    doc = from_row(doc)
-    values = _prompt_values(doc, [s.timestamps for s in sampled], [s.indices for s in sampled],
+    rec = record_of(doc)
+    values = _prompt_values(rec, [s.timestamps for s in sampled], [s.indices for s in sampled],
                             [s.source_size for s in sampled])
-    before, after = _halves(doc, values)
-    groups, left = label_groups([g["text"] for g in doc["media"]], [s.frames for s in sampled])
+    before, after = _halves(rec, values)
+    groups, left = label_groups([g.text for g in rec.media], [s.frames for s in sampled])
     return interleaved_messages(before, groups, left + after, system=SYSTEM_PROMPT)
 
 
 def doc_to_messages(doc, lmms_eval_specific_kwargs=None) -> list[dict[str, Any]]:
-    return build_messages(doc, sample_frames(doc))
+    rec = record_of(doc)
+    return build_messages(rec, sample_frames(rec))
 
 
 def doc_to_text(doc, lmms_eval_specific_kwargs=None) -> str:
     """The prompt for simple model classes: the frames come before the text, so the frames slot says
     which of them belong to which label ("Video 1: frames 1-32"). The system prompt leads the text."""
-    doc = from_row(doc)
-    plan = plan_frames(doc)
-    values = _prompt_values(doc, [p[1] for p in plan], [p[2] for p in plan], [p[3] for p in plan])
-    before, after = _halves(doc, values)
-    counts = [(g["label"], p[0]) for g, p in zip(doc["media"], plan)]
+    rec = record_of(doc)
+    plan = plan_frames(rec)
+    values = _prompt_values(rec, [p[1] for p in plan], [p[2] for p in plan], [p[3] for p in plan])
+    before, after = _halves(rec, values)
+    counts = [(g.label, p[0]) for g, p in zip(rec.media, plan)]
     shown = iter(frame_legend([c for c in counts if c[1]]).split("\n"))
     legend = "\n".join(f"{label}: no frames" if not count else next(shown) for label, count in counts)
     return f"{SYSTEM_PROMPT}\n{before}{legend}{after}"

@@ -1,17 +1,21 @@
-"""CrossVid records: each ``QA/<TASK>.json`` record validated into the task-independent doc form,
-its media paths resolved and checked, MSR/MOC placeholders and boxes, and the flat row lmms-eval holds."""
+"""CrossVid records: each ``QA/<TASK>.json`` record validated into the row lmms-eval holds (Arrow-native
+lists and structs, one schema per task: :func:`row_features`), its media paths resolved and checked,
+MSR/MOC placeholders and boxes; and the typed record the hooks read from a row (:func:`record_of`)."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from lmms_eval_plugins.data import read_json, require_fields, safe_path
+from lmms_eval_plugins.data import read_json, require_fields, safe_path, skipped_stamp_feature
+from lmms_eval_plugins.doc_fields import CHANCE_FIELD, ORACLE_FIELD
 from lmms_eval_plugins.errors import DataError, MediaError
+from lmms_eval_plugins.outcome import SKIPPED_FIELD
 from lmms_eval_plugins.parsing import parse_order
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -131,11 +135,10 @@ def official_text_problem(question: str, options: Sequence[str]) -> str | None:
     return None
 
 
-def absent_objects(objects: Sequence[Mapping[str, Any]], positions: Mapping[str, Sequence[int]]) -> list[str]:
+def absent_objects(objects: Sequence[ObjectRef], positions: Mapping[str, Sequence[int]]) -> list[str]:
     """Names of the objects with no box at any sampled position of their view (the official script
     crashes on them: ``min()`` of no frames)."""
-    return [ref["name"] for ref in objects
-            if not any(isinstance((ref.get("boxes") or {}).get(str(p)), Mapping) for p in positions[ref["view"]])]
+    return [ref.name for ref in objects if not any(ref.box_at(p) is not None for p in positions[ref.view])]
 
 
 def _media(label: str, text: str, kind: str, rel: str, intervals: list | None = None, view: int | None = None) -> dict[str, Any]:
@@ -169,7 +172,7 @@ def _gold_letter(answer: Any, letters: str, where: str, path: Path) -> str:
 
 
 def normalize_record(task: str, raw: Any, *, index: int, path: Path) -> dict[str, Any]:
-    """Validate one record of ``QA/<task>.json`` and turn it into the task-independent doc form.
+    """Validate one record of ``QA/<task>.json`` and turn it into the row lmms-eval holds (:func:`row_features`).
 
     Media paths stay relative to the benchmark folder here (``rel``); :func:`attach_paths` resolves them.
     """
@@ -245,7 +248,8 @@ def normalize_record(task: str, raw: Any, *, index: int, path: Path) -> dict[str
         if ref is None or gold is None:
             raise DataError("'ref_segment' and 'answer' must be [start, end] in seconds", record=where, path=str(path),
                             fix="see the task README for the record schema")
-        fields["BEGIN"], fields["END"] = raw["ref_segment"][0], raw["ref_segment"][1]  # printed as written
+        # printed as written ("5" or "5.0"): text, so Arrow does not make one number type of all records
+        fields["BEGIN"], fields["END"] = str(raw["ref_segment"][0]), str(raw["ref_segment"][1])
         doc["media"] = [_media("Video 1", "Video 1:\n", "video", video_rel(raw["video A"])),
                         _media("Video 2", "\nVideo 2:\n", "video", video_rel(raw["video B"]))]
         doc["gold"] = {"interval": list(gold), "ref": list(ref)}
@@ -268,7 +272,8 @@ def normalize_record(task: str, raw: Any, *, index: int, path: Path) -> dict[str
         if not order.ok:
             raise DataError(f"answer {raw['answer']!r} is not an order of the {len(groups)} segments ({order.error})",
                             record=where, path=str(path), fix='write the order as "4->1->3->2"')
-        doc["gold"] = {"order": list(order.value), "exact": raw["answer"]}
+        # exact: the answer the official comparison reads; None when it is not text (then nothing equals it)
+        doc["gold"] = {"order": list(order.value), "exact": raw["answer"] if isinstance(raw["answer"], str) else None}
     elif task in ("MSR", "MOC"):
         vid = raw["vid"]
         if isinstance(vid, bool) or not isinstance(vid, (str, int)) or not str(vid).strip():
@@ -291,7 +296,8 @@ def normalize_record(task: str, raw: Any, *, index: int, path: Path) -> dict[str
         doc["objects"] = refs
         doc["media"] = [_media("View A", "View A:\n", "folder", f"uav/frames/1/{vid}-1", view=1),
                         _media("View B", "\nView B:\n", "folder", f"uav/frames/2/{vid}-2", view=2)]
-        doc["bbox_rel"] = {"A": f"uav/bbox/1/{vid}.json", "B": f"uav/bbox/2/{vid}.json"}
+        doc["bbox_rel"] = [{"view": "A", "path": f"uav/bbox/1/{vid}.json"},
+                           {"view": "B", "path": f"uav/bbox/2/{vid}.json"}]
         doc["gold"] = {"letter": _gold_letter(raw["answer"], doc["letters"], where, path), "exact": raw["answer"]}
     elif task == "CCQA":
         fields["QUESTION"] = _require_str(raw, "question", where, path)
@@ -300,6 +306,7 @@ def normalize_record(task: str, raw: Any, *, index: int, path: Path) -> dict[str
         doc["scoring_points"] = _require_str_list(raw, "scoring_points", None, where, path)
         doc["media"] = [_media("Video A", "Video A:\n", "video", video_rel(raw["video A"])),
                         _media("Video B", "\nVideo B:\n", "video", video_rel(raw["video B"]))]
+        del doc["gold"]  # CCQA's gold is its answer and scoring points (PointsGold)
     return doc
 
 
@@ -311,8 +318,10 @@ def attach_paths(doc: dict[str, Any], root: Path, within: Path | None = None) ->
         media["path"] = str(safe_path(root, media["rel"], record=doc["record"], field=f"path of {media['label']}",
                                       within=within))
     if "bbox_rel" in doc:
-        doc["bbox_path"] = {v: str(safe_path(root, rel, record=doc["record"], field=f"box file of view {v}", within=within))
-                            for v, rel in doc["bbox_rel"].items()}
+        doc["bbox_path"] = [{"view": b["view"], "path": str(safe_path(root, b["path"], record=doc["record"],
+                                                                      field=f"box file of view {b['view']}",
+                                                                      within=within))}
+                            for b in doc["bbox_rel"]]
     doc["media_root"] = str(within if within is not None else root)
 
 
@@ -324,17 +333,35 @@ def check_media(doc: Mapping[str, Any]) -> None:
         if not exists:
             what = "UAV frame folder" if media["kind"] == "folder" else "video"
             raise MediaError(f"{what} for {media['label']} not found", record=doc["record"], path=str(path), fix=MISSING_FIX)
-    for view, file in (doc.get("bbox_path") or {}).items():
-        if not Path(file).is_file():
-            raise MediaError(f"bounding-box file of view {view} not found", record=doc["record"], path=file, fix=MISSING_FIX)
+    for box_file in doc.get("bbox_path") or []:
+        if not Path(box_file["path"]).is_file():
+            raise MediaError(f"bounding-box file of view {box_file['view']} not found", record=doc["record"],
+                             path=box_file["path"], fix=MISSING_FIX)
+
+
+_BOX_KEYS = ("xtl", "ytl", "xbr", "ybr")
+
+
+def _box(value: Any, where: str, file: str) -> dict[str, float] | None:
+    """One frame's box as the row holds it; a non-object entry (null) is no box, as the official script reads it."""
+    if not isinstance(value, Mapping):
+        return None
+    try:
+        return {k: float(value[k]) for k in _BOX_KEYS}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(f"a box of {where} is not {{xtl, ytl, xbr, ybr}} numbers: {value!r}", path=file,
+                        fix="see the task README for the box file schema") from exc
 
 
 def attach_boxes(docs: Sequence[dict[str, Any]]) -> None:
-    """MSR/MOC: copy each referenced object's boxes (frame position -> box) from the view's box file."""
+    """MSR/MOC: copy each referenced object's boxes from the view's box file, as a list of
+    ``{"frame": position as written, "box"}`` (a dict keyed by frame would make Arrow union the
+    keys of every record)."""
     cache: dict[str, dict[Any, Any]] = {}
     for doc in docs:
+        files = {b["view"]: b["path"] for b in doc["bbox_path"]}
         for ref in doc["objects"]:
-            file = doc["bbox_path"][ref["view"]]
+            file = files[ref["view"]]
             if file not in cache:
                 tracks = read_json(Path(file))
                 if not isinstance(tracks, list):
@@ -345,23 +372,198 @@ def attach_boxes(docs: Sequence[dict[str, Any]]) -> None:
             if not isinstance(boxes, dict):
                 raise DataError(f"track {ref['track']!r} ({{{ref['placeholder']}}}) is not in the box file of view {ref['view']}",
                                 record=doc["record"], path=file, fix="check the record's 'objects' ids against the box file")
-            ref["boxes"] = boxes
+            where = f"track {ref['track']!r} ({{{ref['placeholder']}}}) of {doc['record']}"
+            ref["boxes"] = [{"frame": str(k), "box": _box(v, where, file)} for k, v in boxes.items()]
+            ref["track"] = str(ref["track"])  # an id: text, whether the record wrote 3 or "3"
 
 
-_JSON_FIELDS = ("fields", "gold", "media", "objects", "bbox_rel", "bbox_path")
+# ----------------------------------------------------------------------------------------------- the typed record
+# The loader builds each row above once; lmms-eval holds the rows in a Hugging Face dataset (Arrow
+# lists and structs), and every hook reads a row through record_of: fields, never text to parse.
+
+@dataclass(frozen=True)
+class MediaGroup:
+    """One labelled group of frames: a video, intervals of a video (PI, PEA, PSS) or a UAV view's frame folder."""
+    label: str
+    text: str  # the label as the prompt writes it before the frames
+    kind: str  # "video" or "folder"
+    rel: str   # relative to the benchmark folder
+    path: str = ""
+    intervals: tuple[tuple[float, float], ...] | None = None  # seconds; None: the whole video
+    view: int | None = None
 
 
-def to_row(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """Nested values as JSON strings, so every doc of a task has the same flat Arrow schema."""
-    row = {k: v for k, v in doc.items() if k not in _JSON_FIELDS}
-    for k in _JSON_FIELDS:
-        row[k] = json.dumps(doc.get(k), ensure_ascii=False)
-    return row
+@dataclass(frozen=True)
+class Box:
+    xtl: float
+    ytl: float
+    xbr: float
+    ybr: float
 
 
-def from_row(doc: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(doc)
-    for k in _JSON_FIELDS:
-        if isinstance(out.get(k), str):
-            out[k] = json.loads(out[k])
-    return out
+@dataclass(frozen=True)
+class ObjectRef:
+    """An MSR/MOC placeholder (``{A1}``) as the model reads it (``obj_1``), with its boxes per frame."""
+    placeholder: str
+    name: str
+    view: str  # "A" or "B"
+    ordinal: int
+    track: str = ""
+    boxes: tuple[tuple[str, Box | None], ...] = ()  # (frame position as the box file writes it, box)
+
+    @cached_property
+    def _by_frame(self) -> dict[str, Box | None]:
+        return dict(self.boxes)
+
+    def box_at(self, position: int) -> Box | None:
+        """The box at a 0-based position of the view's sorted frame files, None where none is annotated."""
+        return self._by_frame.get(str(position))
+
+
+@dataclass(frozen=True)
+class ChoiceGold:
+    """NC, CC, PEA, PI, MSR, MOC: one option letter; ``exact`` is the answer the official comparison reads."""
+    letter: str
+    exact: str
+
+
+@dataclass(frozen=True)
+class LetterSetGold:
+    """BU: the correct letters, sorted; ``exact`` is ``"".join(answer)``, the official comparison's string."""
+    letters: tuple[str, ...]
+    exact: str
+
+
+@dataclass(frozen=True)
+class IntervalGold:
+    """FSA: the answer interval in Video 2 and the reference step in Video 1 (seconds)."""
+    interval: tuple[float, float]
+    ref: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class OrderGold:
+    """PSS: the segment order; ``exact`` the answer as written (None when it is not text: nothing equals it)."""
+    order: tuple[int, ...]
+    exact: str | None
+
+
+@dataclass(frozen=True)
+class PointsGold:
+    """CCQA: the reference answer and the scoring points the rubric judge checks."""
+    answer: str
+    scoring_points: tuple[str, ...]
+
+
+Gold = ChoiceGold | LetterSetGold | IntervalGold | OrderGold | PointsGold
+
+
+@dataclass(frozen=True)
+class CrossVidRecord:
+    """One CrossVid question as every hook reads it."""
+    id: str
+    task: str
+    record: str  # "CrossVid <TASK> id <id>": how errors name it
+    gold: Gold
+    media: tuple[MediaGroup, ...] = ()
+    fields: tuple[tuple[str, Any], ...] = ()  # the prompt template's slots (QUESTION, OPTIONS, BEGIN, END, N)
+    letters: str = ""
+    options: tuple[str, ...] = ()
+    question: str = ""
+    objects: tuple[ObjectRef, ...] = ()
+    media_root: str = ""
+    budget: int = 0
+    index_rule: str = "centre"  # a row without the option: the rule it was made with
+    max_long_side: int = 0      # 0: frames keep their size
+    strict: bool = False
+    n_skipped: int = 0
+    official_drop: str = ""
+    n_official_dropped: int = 0
+
+
+def _floats(value: Any) -> tuple[float, ...]:
+    return tuple(float(v) for v in value)
+
+
+def media_group(row: Mapping[str, Any]) -> MediaGroup:
+    intervals = row.get("intervals")
+    return MediaGroup(label=str(row.get("label") or ""), text=str(row.get("text") or ""),
+                      kind=str(row.get("kind") or "video"), rel=str(row.get("rel") or ""),
+                      path=str(row.get("path") or ""),
+                      intervals=None if intervals is None else tuple((float(s), float(e)) for s, e in intervals),
+                      view=row.get("view"))
+
+
+def object_ref(row: Mapping[str, Any]) -> ObjectRef:
+    boxes = tuple((str(b["frame"]), None if b.get("box") is None else Box(**{k: float(b["box"][k]) for k in _BOX_KEYS}))
+                  for b in row.get("boxes") or [])
+    return ObjectRef(placeholder=str(row["placeholder"]), name=str(row["name"]), view=str(row["view"]),
+                     ordinal=int(row["ordinal"]), track=str(row.get("track", "")), boxes=boxes)
+
+
+def _gold_of(row: Mapping[str, Any]) -> Gold:
+    task, gold = row["task"], row.get("gold") or {}
+    if task == "CCQA":
+        return PointsGold(str(row.get("answer_text") or ""), tuple(row.get("scoring_points") or ()))
+    if task == "BU":
+        return LetterSetGold(tuple(gold["letters"]), gold["exact"])
+    if task == "FSA":
+        ref = gold.get("ref")
+        return IntervalGold(_floats(gold["interval"]), None if ref is None else _floats(ref))  # type: ignore[arg-type]
+    if task == "PSS":
+        return OrderGold(tuple(int(k) for k in gold["order"]), gold.get("exact"))
+    return ChoiceGold(gold["letter"], gold["exact"])
+
+
+def record_of(doc: Mapping[str, Any] | CrossVidRecord) -> CrossVidRecord:
+    """The typed record of a row as lmms-eval hands it to a hook (or as the loader built it)."""
+    if isinstance(doc, CrossVidRecord):
+        return doc
+    return CrossVidRecord(
+        id=str(doc.get("id", "")), task=doc["task"], record=str(doc.get("record") or ""), gold=_gold_of(doc),
+        media=tuple(media_group(m) for m in doc.get("media") or ()),
+        fields=tuple((doc.get("fields") or {}).items()),
+        letters=str(doc.get("letters") or ""), options=tuple(doc.get("options") or ()),
+        question=str(doc.get("question") or ""),
+        objects=tuple(object_ref(o) for o in doc.get("objects") or ()),
+        media_root=str(doc.get("media_root") or ""), budget=int(doc.get("budget") or 0),
+        index_rule=str(doc.get("index_rule") or "centre"), max_long_side=int(doc.get("max_long_side") or 0),
+        strict=bool(doc.get("strict")), n_skipped=int(doc.get("n_skipped") or 0),
+        official_drop=str(doc.get("official_drop") or ""), n_official_dropped=int(doc.get("n_official_dropped") or 0))
+
+
+def row_features(task: str) -> Any:
+    """The ``datasets.Features`` of one task's rows: one schema, declared, so Arrow never guesses a type
+    from the data (an empty list, a null in every row, an int in one record and a float in the next)."""
+    from datasets import Features, List, Value
+
+    text, whole, number = Value("string"), Value("int64"), Value("float64")
+    slots = {"BU": ("QUESTION", "OPTIONS"), "NC": ("QUESTION", "OPTIONS"), "CC": ("QUESTION", "OPTIONS"),
+             "PEA": ("QUESTION", "OPTIONS"), "MSR": ("QUESTION", "OPTIONS"), "MOC": ("QUESTION", "OPTIONS"),
+             "PI": ("OPTIONS",), "FSA": ("BEGIN", "END"), "PSS": ("N",), "CCQA": ("QUESTION",)}[task]
+    features: dict[str, Any] = {
+        "id": text, "task": text, "record": text,
+        "fields": {slot: whole if slot == "N" else text for slot in slots},
+        "letters": text, "options": List(text), "question": text, "answer_text": text, "scoring_points": List(text),
+        "media": List({"label": text, "text": text, "kind": text, "rel": text, "intervals": List(List(number)),
+                       "view": whole, "path": text}),
+        "media_root": text, "budget": whole, "index_rule": text, "official_drop": text, "n_official_dropped": whole,
+        "max_long_side": whole, "strict": Value("bool"), "n_skipped": whole,
+        ORACLE_FIELD: text, CHANCE_FIELD: List(text),
+        SKIPPED_FIELD: skipped_stamp_feature(),
+    }
+    if task == "BU":
+        features["gold"] = {"letters": List(text), "exact": text}
+    elif task == "FSA":
+        features["gold"] = {"interval": List(number), "ref": List(number)}
+    elif task == "PSS":
+        features["gold"] = {"order": List(whole), "exact": text}
+    elif task != "CCQA":
+        features["gold"] = {"letter": text, "exact": text}
+    if task in ("MSR", "MOC"):
+        box = {k: number for k in _BOX_KEYS}
+        features["official_problem"] = text
+        features["objects"] = List({"placeholder": text, "name": text, "view": text, "ordinal": whole, "track": text,
+                                    "boxes": List({"frame": text, "box": box})})
+        features["bbox_rel"] = features["bbox_path"] = List({"view": text, "path": text})
+    return Features(features)

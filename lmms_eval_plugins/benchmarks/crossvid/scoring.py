@@ -9,12 +9,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lmms_eval_plugins.benchmark import Items
-from lmms_eval_plugins.benchmarks.crossvid.records import _OPTION_LETTER, from_row
-from lmms_eval_plugins.judges import (
-    JudgeItem,
+from lmms_eval_plugins.benchmarks.crossvid.records import (
+    _OPTION_LETTER,
+    ChoiceGold,
+    CrossVidRecord,
+    IntervalGold,
+    LetterSetGold,
+    OrderGold,
+    media_group,
+    record_of,
+)
+from lmms_eval_plugins.benchmarks.crossvid.ccqa import (
     rubric_micro_average,
+    rubric_official_nan_count,
     rubric_per_question_mean,
 )
+from lmms_eval_plugins.judges import JudgeItem
 from lmms_eval_plugins.metrics import interval_iou
 from lmms_eval_plugins.parsing import (
     parse_interval,
@@ -72,45 +82,45 @@ def official_nan_count(items: Sequence[Mapping[str, Any]]) -> int:
     return sum(1 for i in items if isinstance(i.get("strict"), float) and math.isnan(i["strict"]))
 
 
-def video_group(doc: Mapping[str, Any]) -> str:
+def video_group(doc: Mapping[str, Any] | CrossVidRecord) -> str:
     """The videos (or frame folders) a question is asked over, order-free: questions on the same group
     are one cluster for error bars, as they share the clips the model saw."""
-    media = doc.get("media") or []
-    return " | ".join(sorted({str(m.get("rel")) for m in media if isinstance(m, Mapping)}))
+    media = doc.media if isinstance(doc, CrossVidRecord) else [media_group(m) for m in doc.get("media") or ()]
+    return " | ".join(sorted({m.rel for m in media}))
 
 
 def score_response(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
     """The per-question item every metric reads: ``robust`` and ``strict`` values in [0, 1], and
     ``score``, the one of them the task's ``strict`` option selects."""
-    doc = from_row(doc)
-    task, gold = doc["task"], doc["gold"]
+    rec = record_of(doc)
+    task, gold = rec.task, rec.gold
     if task == "CCQA":
         raise ValueError("CCQA replies are scored by the rubric judge (process_results_ccqa), not by score_response")
     text = response if isinstance(response, str) else ("" if response is None else str(response))
-    item: dict[str, Any] = {"id": doc["id"], "task": task, "video_group": video_group(doc),
+    item: dict[str, Any] = {"id": rec.id, "task": task, "video_group": video_group(rec),
                             "pred": None, "gold": None, "parse_error": None,
-                            "n_skipped": int(doc.get("n_skipped") or 0),
-                            "official_drop": doc.get("official_drop") or None,
-                            "n_official_dropped": int(doc.get("n_official_dropped") or 0)}
-    if task == "BU":
-        parsed = parse_letter_set(text, doc["letters"], prose=True)
-        item["gold"] = "".join(gold["letters"])
+                            "n_skipped": rec.n_skipped,
+                            "official_drop": rec.official_drop or None,
+                            "n_official_dropped": rec.n_official_dropped}
+    if isinstance(gold, LetterSetGold):  # BU
+        parsed = parse_letter_set(text, rec.letters, prose=True)
+        item["gold"] = "".join(gold.letters)
         if parsed.ok:
             item["pred"] = "".join(sorted(parsed.value))
-        robust = float(parsed.ok and sorted(parsed.value) == gold["letters"])
-        strict = float(text == gold["exact"])
+        robust = float(parsed.ok and sorted(parsed.value) == list(gold.letters))
+        strict = float(text == gold.exact)
         item["parse_error"] = parsed.error
-    elif task == "PSS":
-        parsed = parse_order(text, len(doc["media"]))
-        item["gold"] = "->".join(map(str, gold["order"]))
+    elif isinstance(gold, OrderGold):  # PSS
+        parsed = parse_order(text, len(rec.media))
+        item["gold"] = "->".join(map(str, gold.order))
         if parsed.ok:
             item["pred"] = "->".join(map(str, parsed.value))
-        robust = float(parsed.ok and list(parsed.value) == gold["order"])
-        strict = float(text == gold["exact"])
+        robust = float(parsed.ok and list(parsed.value) == list(gold.order))
+        strict = float(gold.exact is not None and text == gold.exact)
         item["parse_error"] = parsed.error
-    elif task == "FSA":
+    elif isinstance(gold, IntervalGold):  # FSA
         parsed = parse_interval(text)
-        target = tuple(gold["interval"])
+        target = gold.interval
         item["gold"] = list(target)
         robust = 0.0
         if parsed.ok:
@@ -122,12 +132,13 @@ def score_response(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
         item["reversed"] = bool(parsed.ok and parsed.value[1] < parsed.value[0])
         item["parse_error"] = parsed.error
     else:
-        letter, error = parse_choice(text, doc["letters"], doc["options"])
-        item["gold"], item["pred"], item["parse_error"] = gold["letter"], letter, error
-        robust = float(letter == gold["letter"])
-        strict = float(text == gold["exact"])
+        assert isinstance(gold, ChoiceGold)
+        letter, error = parse_choice(text, rec.letters, rec.options)
+        item["gold"], item["pred"], item["parse_error"] = gold.letter, letter, error
+        robust = float(letter == gold.letter)
+        strict = float(text == gold.exact)
     item["robust"], item["strict"] = robust, strict
-    item["score"] = strict if doc.get("strict") else robust
+    item["score"] = strict if rec.strict else robust
     return item
 
 
@@ -176,7 +187,7 @@ def judge_item(response: str, doc: Mapping[str, Any]) -> JudgeItem:
 
 def ccqa_item(doc: Mapping[str, Any], outcome: Any) -> dict[str, Any]:
     """The per-question CCQA item: the judge's outcome (a ``JudgeOutcome``) as every CCQA metric reads it."""
-    return {"id": doc["id"], "task": "CCQA", "video_group": video_group(from_row(doc)), "judge": outcome.to_dict(),
+    return {"id": doc["id"], "task": "CCQA", "video_group": video_group(doc), "judge": outcome.to_dict(),
             "n_skipped": int(doc.get("n_skipped") or 0)}
 
 
@@ -193,8 +204,6 @@ def ccqa_per_question_mean(items: Items) -> float | None:
 def ccqa_official_nan(items: Items) -> int:
     """Judged questions whose official points are not a number: the official CCQA score is NaN while
     one is there (strict mode reads the judge's lists as the official scorer does)."""
-    from lmms_eval_plugins.judges.rubric import rubric_official_nan_count
-
     return rubric_official_nan_count([i["judge"] for i in items])
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from lmms_eval_plugins.benchmark import Benchmark, Metric, task_folder
 from lmms_eval_plugins.benchmarks.crossvid.averages import DIMENSIONS, TASKS
+from lmms_eval_plugins.benchmarks.crossvid.ccqa import CCQA_JUDGE_PROMPT
 from lmms_eval_plugins.benchmarks.crossvid.scoring import (
     ccqa_micro_score,
     ccqa_official_nan,
@@ -68,6 +69,7 @@ BENCHMARK = Benchmark(
     roles=(*(task.lower() for task in TASKS), *(d.role for d in DIMENSIONS)),
     data="CrossVid QA JSON and videos or frame folders: Chuntianli/CrossVid on the Hugging Face hub, or a local folder",
     judge="rubric",
+    judge_prompt=CCQA_JUDGE_PROMPT,  # the official CCQA scoring prompt, which the rubric judge sends
     cluster_key="video_group",  # questions asked over the same videos
     report_section="lmms_eval_plugins.benchmarks.crossvid.report:section_crossvid",
     sample_data="lmms_eval_plugins.benchmarks.crossvid.sample_data:make_crossvid",

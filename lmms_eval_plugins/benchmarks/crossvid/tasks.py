@@ -11,12 +11,13 @@ extraction by default (``score``), the official exact-string comparison always r
 Everything that decides a number (prompt text, frame budgets, placeholder and box resolution,
 answer parsing, scores, averages) is a pure function below; the lmms-eval hooks are thin wrappers.
 See the task README for every decision.
-The package, one job a module: ``records`` (validating records, media paths, rows), ``frames`` (budgets,
-index rules, sampling), ``prompts`` (templates, box lines, messages and text), ``scoring`` (replies,
-items, aggregations), ``averages`` (the task and dimension lists, the paper's averages), ``baselines``
-(oracle and chance replies), ``spec`` (each metric and its aggregation). This module loads a task's
-docs, builds each scored item and names in ``HOOKS`` what the task YAMLs call; the task folder's
-``utils.py`` hands those to lmms-eval with the spec's aggregations (lmms_eval_plugins/task_hooks.py).
+The package, one job a module: ``records`` (validating records, media paths, the row and its typed
+record), ``frames`` (budgets, index rules, sampling), ``prompts`` (templates, box lines, messages and
+text), ``scoring`` (replies, items, aggregations), ``averages`` (the task and dimension lists, the
+paper's averages), ``baselines`` (oracle and chance replies), ``spec`` (each metric and its
+aggregation). This module loads a task's docs, builds each scored item and names in ``HOOKS`` what
+the task YAMLs call; the task folder's ``utils.py`` hands those to lmms-eval with the spec's
+aggregations (lmms_eval_plugins/task_hooks.py).
 """
 
 from __future__ import annotations
@@ -64,11 +65,12 @@ from lmms_eval_plugins.benchmarks.crossvid.records import (  # noqa: F401  (re-e
     attach_boxes,
     attach_paths,
     check_media,
-    from_row,
     normalize_record,
+    object_ref,
     official_text_problem,
+    record_of,
     resolve_placeholders,
-    to_row,
+    row_features,
 )
 from lmms_eval_plugins.benchmarks.crossvid.scoring import (  # noqa: F401  (re-exported: the YAMLs' hooks, and what the tests read)
     ccqa_item,
@@ -101,7 +103,8 @@ from lmms_eval_plugins.media import (
 from lmms_eval_plugins.outcome import group_mean  # noqa: F401  (a hook, in HOOKS: the group YAMLs' null-safe mean)
 from lmms_eval_plugins.prefetch import prefetched
 from lmms_eval_plugins.task_hooks import SAMPLE_DATA, item_values
-from lmms_eval_plugins.doc_fields import CHANCE_FIELD, ORACLE_FIELD, strict_requested
+from lmms_eval_plugins.doc_fields import CHANCE_FIELD, ORACLE_FIELD
+from lmms_eval_plugins.run_state import strict_mode
 
 BENCHMARK = "crossvid"
 HUB_REPO = "Chuntianli/CrossVid"
@@ -124,7 +127,7 @@ def _options(source_of: Mapping[str, Any]) -> dict[str, Any]:
     if rule not in INDEX_RULES:
         raise DataError(f"'index_rule' must be one of {', '.join(INDEX_RULES)}, got {rule!r}",
                         fix="linspace: the official frame indices (default); centre: bin centres")
-    return {"frames": frames, "max_long_side": side, "strict": strict or strict_requested(), "index_rule": rule}
+    return {"frames": frames, "max_long_side": side, "strict": strict or strict_mode(), "index_rule": rule}
 
 
 def qa_path(root: Path, task: str) -> Path:
@@ -147,8 +150,8 @@ def hub_patterns(docs: Iterable[Mapping[str, Any]]) -> list[str]:
     for doc in docs:
         for media in doc["media"]:
             patterns.setdefault(media["rel"] + ("/*" if media["kind"] == "folder" else ""), None)
-        for rel in (doc.get("bbox_rel") or {}).values():
-            patterns.setdefault(rel, None)
+        for box_file in doc.get("bbox_rel") or []:
+            patterns.setdefault(box_file["path"], None)
     return list(patterns)
 
 
@@ -169,7 +172,8 @@ def _source_root(source: DataSource, task: str) -> tuple[Path, list[dict[str, An
 
 
 def load_docs(source_of: Mapping[str, Any], task: str, sample_dir: Path | None = None) -> list[dict[str, Any]]:
-    """Every doc of one task: validated, media resolved and checked, options and gold attached.
+    """Every doc of one task: validated, media resolved and checked, options and gold attached; each the
+    row lmms-eval holds (Arrow-native: :func:`row_features`), read by the hooks through :func:`record_of`.
     ``sample_dir``: the bundled sample beside the YAMLs lmms-eval loaded (task_hooks binds it to the
     ``process_docs_*`` hooks); a direct call without it reads this package's own task folder."""
     options = _options(source_of)
@@ -190,8 +194,9 @@ def load_docs(source_of: Mapping[str, Any], task: str, sample_dir: Path | None =
     for doc in docs:
         # budget: set by official_inclusion
         doc.update(max_long_side=options["max_long_side"] or 0, strict=options["strict"], n_skipped=skipped)
-        doc[ORACLE_FIELD] = oracle_reply(doc)
-        doc[CHANCE_FIELD] = chance_replies(doc)
+        record = record_of(doc)
+        doc[ORACLE_FIELD] = oracle_reply(record)
+        doc[CHANCE_FIELD] = chance_replies(record)
     stamp_skipped(docs, kept)
     return docs
 
@@ -230,14 +235,14 @@ def official_drop(doc: Mapping[str, Any], listed: dict[tuple[str, str | None], i
         if listed[key] < 0:
             return ""
         positions[view] = linspace_indices(listed[key], per_view)
-    absent = absent_objects(doc["objects"], positions)
+    absent = absent_objects([object_ref(o) for o in doc["objects"]], positions)
     return f"{', '.join(absent)} annotated in none of the sampled frames of its view" if absent else ""
 
 
 def _process_docs_of(task: str) -> Callable[..., Any]:
     """The ``process_docs_<task>`` hook of one task (``sample_dir``: bound by the task folder's utils.py)."""
     def process_docs(dataset: Any, sample_dir: Path | None = None):
-        return to_dataset([to_row(d) for d in load_docs(source_spec(dataset), task, sample_dir)])
+        return to_dataset(load_docs(source_spec(dataset), task, sample_dir), features=row_features(task))
 
     process_docs.__name__ = process_docs.__qualname__ = f"process_docs_{task.lower()}"
     return process_docs

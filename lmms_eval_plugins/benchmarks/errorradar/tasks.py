@@ -4,7 +4,8 @@ Prompts are the paper's Figures 19 (step) and 20 (category), appendix G.3. Scori
 BENCHMARKS.md: ``step_acc``; per-class P/R/F1 over VIS/CAL/REAS/KNOW/MIS with macro averages, an
 unparseable category counting against the recall of its gold class and toward no precision.
 Three rounds (the paper's protocol): every number per round, then its mean over rounds (per key for a
-breakdown) and its sample standard deviation in ``<name>_std``; counts are totals.
+breakdown) and its sample standard deviation in ``<name>_std``; counts are totals. The typed record each
+doc carries is records.py (read through ``record_of``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.media import load_image
 from lmms_eval_plugins.messages import FrameGroup, interleaved_messages
 from lmms_eval_plugins.benchmarks.errorradar import spec
+from lmms_eval_plugins.benchmarks.errorradar.records import (  # noqa: F401 (ROUNDS_FIELD: read by callers of this module)
+    ROUNDS_FIELD,
+    Record,
+    record_of,
+)
 from lmms_eval_plugins.benchmarks.errorradar.scoring import CATEGORIES
 from lmms_eval_plugins.parsing import match_category, parse_step, strip_reasoning
 from lmms_eval_plugins.task_hooks import item_values
@@ -45,8 +51,6 @@ BENCHMARK = "errorradar"
 HUB_REPO = "ErrorRadar/ErrorRadar"
 CSV_NAME = "ErrorRadar_dataset.csv"
 IMAGE_EXTENSIONS = ("png", "jpg", "jpeg", "webp")
-# Every doc carries how many rounds its task asks: process_results fills the `*_std` metrics only when > 1.
-ROUNDS_FIELD = "n_rounds"
 LOCAL_LAYOUT = f"errorradar/{CSV_NAME} plus errorradar/images/<question_id>.<png|jpg|jpeg|webp>"
 
 CATEGORY_NAMES = {
@@ -248,7 +252,7 @@ def category_response(code: str) -> str:
 
 def process_docs_step(dataset: Any, sample_dir: Path | None = None):
     records, rounds = _load_docs(dataset, sample_dir)
-    docs = [{**r, ROUNDS_FIELD: rounds, ORACLE_FIELD: step_response(r["gold_step"]),
+    docs = [{**Record.of(r, n_rounds=rounds).columns(), ORACLE_FIELD: step_response(r["gold_step"]),
              CHANCE_FIELD: [step_response(k) for k in range(1, r["n_steps"] + 1)]} for r in records]
     return to_dataset(with_rounds(stamp_skipped(docs, records), rounds))
 
@@ -256,18 +260,18 @@ def process_docs_step(dataset: Any, sample_dir: Path | None = None):
 def process_docs_cate(dataset: Any, sample_dir: Path | None = None):
     records, rounds = _load_docs(dataset, sample_dir)
     chance = [category_response(code) for code in CATEGORIES]
-    docs = [{**r, ROUNDS_FIELD: rounds, ORACLE_FIELD: category_response(r["gold_category"]), CHANCE_FIELD: chance}
-            for r in records]
+    docs = [{**Record.of(r, n_rounds=rounds).columns(), ORACLE_FIELD: category_response(r["gold_category"]),
+             CHANCE_FIELD: chance} for r in records]
     return to_dataset(with_rounds(stamp_skipped(docs, records), rounds))
 
 
 # ----------------------------------------------------------------------------------------------- prompts
 
-def _prompt_parts(template: str, doc: Mapping[str, Any]) -> tuple[str, str]:
+def _prompt_parts(template: str, record: Record) -> tuple[str, str]:
     """The prompt split at the image slot: (text before the image, text after it)."""
     filled = template.replace(IMAGE_SLOT, "\0").format(
-        content=doc["content"], answer=doc["answer"], user_answer=doc["user_answer"],
-        user_answer_steps=doc["user_answer_steps"])
+        content=record.content, answer=record.answer, user_answer=record.user_answer,
+        user_answer_steps=record.user_answer_steps)
     before, after = filled.split("\0")
     return before.rstrip(" "), after
 
@@ -276,20 +280,25 @@ def _template(task: str) -> str:
     return STEP_PROMPT if task == "step" else CATE_PROMPT
 
 
+def _image(record: Record) -> list:
+    return [load_image(record.image_path, record_id=record.question_id)]
+
+
 def doc_to_visual(doc: Mapping[str, Any]) -> list:
-    return [load_image(doc["image_path"], record_id=doc["question_id"])]
+    return _image(record_of(doc))
 
 
 def _doc_to_text(doc: Mapping[str, Any], task: str) -> str:
     # "<image>" marks the slot; lmms-eval's simple model classes strip or expand it.
-    before, after = _prompt_parts(_template(task), doc)
+    before, after = _prompt_parts(_template(task), record_of(doc))
     return f"{before} <image>{after}"
 
 
 def _doc_to_messages(doc: Mapping[str, Any], task: str) -> list[dict[str, Any]]:
     # One user turn: the prompt with the image at its slot.
-    before, after = _prompt_parts(_template(task), doc)
-    return interleaved_messages(before, [FrameGroup("", doc_to_visual(doc), kind="image")], after)
+    record = record_of(doc)
+    before, after = _prompt_parts(_template(task), record)
+    return interleaved_messages(before, [FrameGroup("", _image(record), kind="image")], after)
 
 
 def doc_to_text_step(doc, lmms_eval_specific_kwargs=None):
@@ -310,25 +319,27 @@ def doc_to_messages_cate(doc, lmms_eval_specific_kwargs=None):
 
 # ----------------------------------------------------------------------------------------------- scoring
 
-def _result_item(doc: Mapping[str, Any], gold: Any, pred: Any, error: str | None) -> dict[str, Any]:
+def _result_item(record: Record, gold: Any, pred: Any, error: str | None) -> dict[str, Any]:
     # ``score``: the 0/1 lmms-eval's own clustered standard error and ``--baseline`` paired test read
     correct = pred is not None and pred == gold
-    return {"question_id": doc["question_id"], "question_type": doc["question_type"], "round": doc.get("round", 0),
+    return {"question_id": record.question_id, "question_type": record.question_type, "round": record.round,
             "gold": gold, "pred": pred, "correct": correct, "parse_error": error, "score": float(correct)}
 
 
 def score_step(doc: Mapping[str, Any], response: str) -> dict[str, Any]:
-    parsed = parse_step(strip_reasoning(response or ""), label="Error Step", max_step=int(doc["n_steps"]))
-    return _result_item(doc, int(doc["gold_step"]), parsed.value, parsed.error)
+    record = record_of(doc)
+    parsed = parse_step(strip_reasoning(response or ""), label="Error Step", max_step=record.n_steps)
+    return _result_item(record, record.gold_step, parsed.value, parsed.error)
 
 
 def score_category(doc: Mapping[str, Any], response: str) -> dict[str, Any]:
+    record = record_of(doc)
     parsed = match_category(strip_reasoning(response or ""), CATEGORY_KEYWORDS, label="Error Category")
-    return _result_item(doc, doc["gold_category"], parsed.value, parsed.error)
+    return _result_item(record, record.gold_category, parsed.value, parsed.error)
 
 
 def _repeated(doc: Mapping[str, Any]) -> bool:
-    return int(doc.get(ROUNDS_FIELD) or 1) > 1
+    return record_of(doc).n_rounds > 1
 
 
 # Each doc fills exactly its task's metric list in spec.py (a 1-round task reports no `*_std`: lmms-eval

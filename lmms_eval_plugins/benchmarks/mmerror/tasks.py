@@ -7,7 +7,8 @@ Prompts and label letters follow the official evaluation code
 ``official_strict_accuracy``). EPD's two stages are issued as independent
 requests (two docs per sample) and the stage-1 -> stage-2 decision is replayed in the aggregation
 (scoring.py, :func:`replay_epd`); see README.md for why that equals the sequential protocol. The
-metrics and their aggregations are declared in spec.py; this module loads, prompts and scores one item.
+metrics and their aggregations are declared in spec.py; the typed record each doc carries is records.py
+(read through ``record_of``); this module loads, prompts and scores one item.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from lmms_eval_plugins.benchmarks.mmerror.official import (
     official_letter,
     official_presence,
 )
+from lmms_eval_plugins.benchmarks.mmerror.records import Record, record_of
 from lmms_eval_plugins.benchmarks.mmerror.scoring import replay_epd  # noqa: F401 (the EPD replay, for callers of this module)
 from lmms_eval_plugins.data import (
     DataSource,
@@ -290,8 +292,8 @@ def etc_docs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One doc per erroneous sample. E_NoError samples are not ETC samples (the prompt says an error exists);
     each doc carries their count (``official_not_asked``) for the official strict denominator."""
     dropped = sum(1 for r in records if r["label"] == NO_ERROR_LABEL)
-    docs = [{**r, ORACLE_FIELD: _letter_of(r["label"]), CHANCE_FIELD: list(ERROR_LETTERS),
-             OFFICIAL_NOT_ASKED_FIELD: dropped} for r in records if r["label"] != NO_ERROR_LABEL]
+    docs = [{**Record.of(r, official_not_asked=dropped).columns(), ORACLE_FIELD: _letter_of(r["label"]),
+             CHANCE_FIELD: list(ERROR_LETTERS)} for r in records if r["label"] != NO_ERROR_LABEL]
     if dropped:
         logger.info(f"[mmerror_etc] {dropped} E_NoError sample(s) left out: ETC asks only about erroneous chains")
     if not docs:
@@ -310,10 +312,10 @@ def epd_docs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     docs = []
     for r in records:
         no_error = r["label"] == NO_ERROR_LABEL
-        docs.append({**r, "stage": STAGE_PRESENCE, ORACLE_FIELD: ABSENT if no_error else PRESENT,
+        docs.append({**Record.of(r, stage=STAGE_PRESENCE).columns(), ORACLE_FIELD: ABSENT if no_error else PRESENT,
                      CHANCE_FIELD: [PRESENT, ABSENT]})
-        docs.append({**r, "stage": STAGE_TYPE, ORACLE_FIELD: ERROR_LETTERS[0] if no_error else _letter_of(r["label"]),
-                     CHANCE_FIELD: list(ERROR_LETTERS)})
+        docs.append({**Record.of(r, stage=STAGE_TYPE).columns(),
+                     ORACLE_FIELD: ERROR_LETTERS[0] if no_error else _letter_of(r["label"]), CHANCE_FIELD: list(ERROR_LETTERS)})
     return docs
 
 
@@ -332,21 +334,35 @@ def process_docs_epd(dataset: Any, sample_dir: Path | None = None):
 
 
 def prompt_text(doc: Mapping[str, Any], stage: str) -> str:
+    return _prompt_text(record_of(doc), stage)
+
+
+def _prompt_text(record: Record, stage: str) -> str:
     # str.format fills the template only: braces inside the question or chain are kept as written.
-    return PROMPTS[stage].format(question=doc["question"], error_reason=doc["error_reason"])
+    return PROMPTS[stage].format(question=record.question, error_reason=record.error_reason)
 
 
-def _stage(doc: Mapping[str, Any], task: str) -> str:
-    return "etc" if task == "etc" else doc["stage"]
+def _stage(record: Record, task: str) -> str:
+    if task == "etc":
+        return "etc"
+    if record.stage is None:
+        raise DataError("an EPD doc has no stage", record=record.question_id,
+                        fix="build EPD docs with mmerror's process_docs_epd")
+    return record.stage
+
+
+def _image(record: Record) -> list:
+    return [load_image(record.image_path, record_id=record.question_id)]
 
 
 def doc_to_visual(doc: Mapping[str, Any]) -> list:
-    return [load_image(doc["image_path"], record_id=doc["question_id"])]
+    return _image(record_of(doc))
 
 
 def _doc_to_messages(doc: Mapping[str, Any], task: str) -> list[dict[str, Any]]:
     # One user turn, the image before the prompt (official runner._build_message).
-    return interleaved_messages("", [FrameGroup("", doc_to_visual(doc), kind="image")], prompt_text(doc, _stage(doc, task)))
+    record = record_of(doc)
+    return interleaved_messages("", [FrameGroup("", _image(record), kind="image")], _prompt_text(record, _stage(record, task)))
 
 
 def doc_to_text_etc(doc, lmms_eval_specific_kwargs=None):
@@ -354,7 +370,8 @@ def doc_to_text_etc(doc, lmms_eval_specific_kwargs=None):
 
 
 def doc_to_text_epd(doc, lmms_eval_specific_kwargs=None):
-    return prompt_text(doc, doc["stage"])
+    record = record_of(doc)
+    return _prompt_text(record, _stage(record, "epd"))
 
 
 def doc_to_messages_etc(doc, lmms_eval_specific_kwargs=None):
@@ -536,39 +553,42 @@ def official_type(text: Any) -> str | None:
 
 # ------------------------------------------------------------------------------------------- scoring
 
-def _common(doc: Mapping[str, Any]) -> dict[str, Any]:
-    return {"question_id": doc["question_id"], "domain": doc.get("domain", ""), "subdomain": doc.get("subdomain", ""),
-            "label": doc["label"]}
+def _common(record: Record) -> dict[str, Any]:
+    return {"question_id": record.question_id, "domain": record.domain, "subdomain": record.subdomain,
+            "label": record.label}
 
 
 def score_etc(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
     """Per-sample item (also what the logs show): gold/pred label names, correctness, parse failure reason."""
+    record = record_of(doc)
     parsed = parse_type(response)
     pred = LABELS[parsed.value] if parsed.ok else None
-    correct = pred == doc["label"]
+    correct = pred == record.label
     official = official_type(response)
     official_pred = LABELS[official] if official else None
     # score (and the headline, filled by item_values from the spec's item_score): the 0/1 lmms-eval's own
     # clustered standard error and --baseline read (score_key)
-    return {**_common(doc), "gold": doc["label"], "pred": pred, "correct": correct,
+    return {**_common(record), "gold": record.label, "pred": pred, "correct": correct,
             "parse_error": parsed.error, "score": float(correct),
-            "official_pred": official_pred, "official_correct": official_pred == doc["label"],
-            OFFICIAL_NOT_ASKED_FIELD: int(doc.get(OFFICIAL_NOT_ASKED_FIELD) or 0)}
+            "official_pred": official_pred, "official_correct": official_pred == record.label,
+            OFFICIAL_NOT_ASKED_FIELD: record.official_not_asked}
 
 
 def score_epd_stage(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
     """Per-request item of EPD: stage 1 gold/pred are P/N, stage 2 gold/pred are label names
     (stage 2 of an E_NoError sample has no gold). The sample's verdict comes from :func:`replay_epd`."""
-    no_error = doc["label"] == NO_ERROR_LABEL
-    if doc["stage"] == STAGE_PRESENCE:
+    record = record_of(doc)
+    stage = _stage(record, "epd")
+    no_error = record.label == NO_ERROR_LABEL
+    if stage == STAGE_PRESENCE:
         parsed = parse_presence(response)
         gold, pred = (ABSENT if no_error else PRESENT), parsed.value
         official = official_presence(response)
     else:
         parsed = parse_type(response)
-        gold, pred = (None if no_error else doc["label"]), (LABELS[parsed.value] if parsed.ok else None)
+        gold, pred = (None if no_error else record.label), (LABELS[parsed.value] if parsed.ok else None)
         official = LABELS[letter] if (letter := official_type(response)) else None
-    return {**_common(doc), "stage": doc["stage"], "gold": gold, "pred": pred,
+    return {**_common(record), "stage": stage, "gold": gold, "pred": pred,
             "correct": pred is not None and pred == gold, "parse_error": parsed.error, "official_pred": official}
 
 

@@ -3,7 +3,6 @@ gold annotation a doc carries to scoring (:class:`Gold`)."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -213,16 +212,26 @@ class Gold(NamedTuple):
     intervals: list[tuple[float, float]]
 
 
-# A doc holds nested values as JSON text (lmms_eval_plugins.data.to_dataset): written and read here only.
-def gold_columns(record: Mapping[str, Any]) -> dict[str, str]:
+# The doc columns that carry the gold annotation to scoring, as Arrow-native lists of structs (a doc is a
+# row of a Hugging Face dataset): written by gold_columns, read by gold_of, typed by gold_features.
+def gold_features() -> dict[str, Any]:
+    """The Arrow types of the gold columns: fixed, as an error graph may have no edge in any record."""
+    from datasets import List, Value
+
+    return {"gold_labels": List({"step": Value("int64"), "label": Value("string")}),
+            "gold_edges": List({"source": Value("int64"), "target": Value("int64")}),
+            "gold_timestamps": List({"start": Value("float64"), "end": Value("float64")})}
+
+
+def gold_columns(record: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """A record's gold annotation as the doc columns that carry it to scoring (:func:`gold_of` reads them)."""
-    return {"gold_labels": json.dumps({str(k): v for k, v in sorted(record["labels"].items())}),
-            "gold_edges": json.dumps(sorted(record["edges"])),
-            "gold_timestamps": json.dumps(record["intervals"])}
+    return {"gold_labels": [{"step": int(k), "label": str(v)} for k, v in sorted(record["labels"].items())],
+            "gold_edges": [{"source": int(s), "target": int(t)} for s, t in sorted(record["edges"])],
+            "gold_timestamps": [{"start": float(a), "end": float(b)} for a, b in record["intervals"]]}
 
 
 def gold_of(doc: Mapping[str, Any]) -> Gold:
     """The typed gold annotation of a doc (:func:`gold_columns` wrote it)."""
-    return Gold(labels={int(k): v for k, v in json.loads(doc["gold_labels"]).items()},
-                edges={(int(s), int(t)) for s, t in json.loads(doc["gold_edges"])},
-                intervals=[tuple(iv) for iv in json.loads(doc["gold_timestamps"])])
+    return Gold(labels={int(x["step"]): str(x["label"]) for x in doc["gold_labels"]},
+                edges={(int(x["source"]), int(x["target"])) for x in doc["gold_edges"]},
+                intervals=[(float(x["start"]), float(x["end"])) for x in doc["gold_timestamps"]])

@@ -68,6 +68,7 @@ from lmms_eval_plugins.benchmarks.virectify.records import (  # noqa: F401  (re-
     _common_fields,
     _options,
     gold_columns,
+    gold_features,
     gold_of,
     load_records,
     normalize_record,
@@ -131,7 +132,7 @@ def process_docs(dataset: Any, sample_dir: Path | None = None):
             ORACLE_FIELD: oracle_response(r),
             CHANCE_FIELD: chance_responses(len(r["solution"])),
         })
-    return to_dataset(stamp_skipped(docs, records))
+    return to_dataset(stamp_skipped(docs, records), gold_features())
 
 
 def process_docs_reflect(dataset: Any, sample_dir: Path | None = None):
