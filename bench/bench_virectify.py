@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lmms_eval_plugins.benchmarks.virectify.spec import TEMPLATE
 from lmms_eval_plugins.judges import JudgeOutcome
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test kit (tests/testkit)
 from testkit.task_utils import load_task_utils
@@ -44,10 +45,14 @@ def make_doc(i: int, rng: random.Random) -> dict[str, Any]:
     edges = [[first_wrong, first_wrong]] + [[k - 1, k] for k in range(first_wrong + 1, n + 1)]
     start = rng.uniform(0, 100)
     stamps = [[round(start + 15 * j, 1), round(start + 15 * j + rng.uniform(2, 12), 1)] for j in range(rng.randint(1, 3))]
-    return {"id": f"vr-{i:06d}", "domain": rng.choice(list(vr.DOMAINS)), "error_type": rng.choice(list(vr.ERROR_TYPES)),
-            "solution_source": rng.choice(SOURCES), "question": f"Question {i}?", "answer": rng.choice("ABCD"),
+    return {"id": f"vr-{i:06d}", "video_path": f"videos/{i}.mp4", "source_video": f"videos/{i}.mp4",
+            "domain": rng.choice(list(vr.DOMAINS)), "error_type": rng.choice(list(vr.ERROR_TYPES)),
+            "solution_source": rng.choice(SOURCES), "source": "", "question": f"Question {i}?",
+            "answer": rng.choice("ABCD"), "solution": [f"Step {k}: ..." for k in range(1, n + 1)], "num_frames": 32,
+            "max_long_side": 448, "visual_mode": "interleaved",
             **vr.gold_columns({"labels": {int(k): v for k, v in labels.items()}, "edges": {tuple(e) for e in edges},
-                               "intervals": stamps})}
+                               "intervals": stamps}),
+            "skipped_records": []}  # every doc carries the run's skipped counts (data.stamp_skipped)
 
 
 def make_output(doc: dict[str, Any], rng: random.Random) -> str:
@@ -110,7 +115,7 @@ def run(n: int, seed: int) -> dict[str, Any]:
 
     timings, values = {}, {}
     wall, cpu = time.perf_counter(), time.process_time()
-    for metric in vr.METRICS:
+    for metric in (m.name for m in TEMPLATE):  # the spec's metric list of the virectify tasks
         items = [x[metric] for x in per_doc]
         start = time.process_time()
         values[metric] = getattr(vr, f"agg_{metric}")(items)

@@ -4,7 +4,7 @@ A judge is a named, versioned object: it builds the request (prompt messages and
 parameters) for one :class:`JudgeItem`, parses the judge model's reply into a :class:`Verdict`, and
 says what a verdict means.  Offline judges compute the verdict locally and make no request.
 
-Nothing here does I/O except reading the prompt files shipped in ``prompts/``.
+Nothing here does I/O (a judge's instructions come from its benchmark's spec).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any, ClassVar
 
 from lmms_eval_plugins.errors import PluginError
@@ -310,15 +309,6 @@ def quoted_from(block: str, item: JudgeItem) -> bool:
     """The verdict block ``block`` also occurs in the judged text: the judge may be quoting it."""
     block = block.strip()
     return bool(block) and (block in item.prediction or block in strip_think(item.prediction))
-
-
-def load_prompt(name: str) -> str:
-    """Text of ``prompts/<name>.txt``; leading lines starting with ``#`` are comments (sources)."""
-    path = resources.files("lmms_eval_plugins.judges").joinpath("prompts", f"{name}.txt")
-    lines = path.read_text(encoding="utf-8").splitlines()
-    while lines and lines[0].startswith("#"):
-        lines.pop(0)
-    return "\n".join(lines).strip("\n")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """``semantic_match``: binary answer-correctness judge (ViRectify's ``acc_r``), and its offline twin.
 
-The LLM judge sends the ViRectify paper's Table 5 prompt as the system message and the question,
-ground truth and prediction as delimited data; the verdict is 1 when the predicted answer matches
-the ground truth semantically and answers the question, else 0.
+The LLM judge sends the instructions of the benchmark that uses it as the system message (its spec's
+``judge_prompt``, :func:`~lmms_eval_plugins.judges.registry.declared_prompt`; ViRectify: the paper's
+Table 5 prompt) and the question, ground truth and prediction as delimited data; the verdict is 1
+when the predicted answer matches the ground truth semantically and answers the question, else 0.
 
 ``semantic_match_offline`` is a deterministic, lower-fidelity stand-in: normalised answer matching
 (exact text after normalisation, option letters, numbers).  It does not understand paraphrases.
@@ -22,9 +23,9 @@ from .base import (
     ReplyParseError,
     Verdict,
     data_block,
-    load_prompt,
     strip_think,
 )
+from .registry import declared_prompt
 
 # The whole verdict, as the Table 5 prompt asks ("Only output 0 or 1"): after the reasoning blocks and
 # the surrounding whitespace are removed, the reply is the digit 0 or 1, optionally followed by one
@@ -53,12 +54,13 @@ class SemanticMatchJudge(LLMJudge):
     name: ClassVar[str] = "semantic_match"
     version: ClassVar[str] = "1"
     kind: ClassVar[str] = "binary"
-    description: ClassVar[str] = "1 if the predicted answer matches the ground truth semantically and answers the question (the paper prompt in prompts/, see docs/judges.md), else 0"
+    description: ClassVar[str] = "1 if the predicted answer matches the ground truth semantically and answers the question (the prompt its benchmark declares, see docs/judges.md), else 0"
     default_sampling: ClassVar[dict[str, Any]] = {"temperature": 0.0, "max_tokens": 16}
 
-    def __init__(self, sampling=None) -> None:
+    def __init__(self, sampling=None, system_prompt: str | None = None) -> None:
         super().__init__(sampling)
-        self.system_prompt = load_prompt("semantic_match_system")
+        # the instructions are the benchmark's (its spec's judge_prompt); this judge applies them
+        self.system_prompt = declared_prompt(self.name) if system_prompt is None else system_prompt
 
     def validate_item(self, item: JudgeItem) -> None:
         if not item.reference.strip():

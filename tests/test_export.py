@@ -233,18 +233,16 @@ def test_a_judged_task_vendors_the_judges_and_finds_them_without_entry_points(tm
     judges = result.folder / "_vendor" / "lmms_eval_plugins_judgedtask" / "judges"
     shipped = {p.relative_to(REPO / "judges") for p in (REPO / "judges").rglob("*")
                if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
-    assert {p.relative_to(judges) for p in judges.rglob("*") if p.is_file()} == shipped  # whole package, prompts too
+    assert {p.relative_to(judges) for p in judges.rglob("*") if p.is_file()} == shipped  # the whole package
     proc = run_isolated(f'''
         import importlib.util, os, sys
         os.environ["LMMS_EVAL_PLUGINS_JUDGE_CACHE"] = {str(tmp_path / "cache.sqlite3")!r}
         spec = importlib.util.spec_from_file_location("utils", {str(result.folder / "utils.py")!r})
         utils = importlib.util.module_from_spec(spec); spec.loader.exec_module(utils)
         from lmms_eval_plugins_judgedtask.judges import available_judges, load_judge
-        from lmms_eval_plugins_judgedtask.judges.base import load_prompt
         judge = load_judge("semantic_match_offline")
         verdict = judge.judge(utils.judge_item("so the answer is \\\\boxed{{B}}", {{}}))
         assert type(judge).__module__.startswith("lmms_eval_plugins_judgedtask.judges"), type(judge).__module__
-        assert load_prompt("semantic_match_system")
         assert "lmms_eval_plugins" not in sys.modules
         print(sorted(available_judges()), verdict.score)
     ''', cwd=tmp_path)
@@ -252,24 +250,29 @@ def test_a_judged_task_vendors_the_judges_and_finds_them_without_entry_points(tm
     assert "['rubric', 'rubric_offline', 'semantic_match', 'semantic_match_offline'] 1.0" in proc.stdout
 
 
-def test_exported_crossvid_carries_its_judge_prompt(tmp_path):
-    """The CCQA judge prompt is a module of the crossvid package (an export copies no data file of it):
-    the vendored rubric judge sends it, byte for byte, with neither the package nor entry points."""
-    from lmms_eval_plugins.benchmarks.crossvid.ccqa import CCQA_JUDGE_PROMPT
+@pytest.mark.parametrize("benchmark, judge_name, prompt_ref", [
+    ("crossvid", "rubric", "lmms_eval_plugins.benchmarks.crossvid.ccqa:CCQA_JUDGE_PROMPT"),
+    ("virectify", "semantic_match", "lmms_eval_plugins.benchmarks.virectify.judge_prompt:ACC_R_JUDGE_PROMPT"),
+])
+def test_an_exported_benchmark_carries_its_judge_prompt(tmp_path, benchmark, judge_name, prompt_ref):
+    """A judge prompt is a module of its benchmark's package (an export copies no data file of it): the
+    vendored judge sends it, byte for byte, with neither the package nor entry points."""
+    from lmms_eval_plugins.benchmark import load_ref
 
-    result = ex.export_task("crossvid", tmp_path / "tasks")
+    prompt = load_ref(prompt_ref)
+    result = ex.export_task(benchmark, tmp_path / "tasks")
     proc = run_isolated(f'''
         import hashlib, importlib.util, sys
         spec = importlib.util.spec_from_file_location("utils", {str(result.folder / "utils.py")!r})
         utils = importlib.util.module_from_spec(spec); spec.loader.exec_module(utils)
-        from lmms_eval_plugins_crossvid.judges import load_judge
-        judge = load_judge("rubric")
-        assert type(judge).__module__ == "lmms_eval_plugins_crossvid.judges.rubric", type(judge).__module__
+        from lmms_eval_plugins_{benchmark}.judges import load_judge
+        judge = load_judge({judge_name!r})
+        assert type(judge).__module__ == "lmms_eval_plugins_{benchmark}.judges.{judge_name}", type(judge).__module__
         assert "lmms_eval_plugins" not in sys.modules
         print(hashlib.sha256(judge.system_prompt.encode("utf-8")).hexdigest())
     ''', cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert hashlib.sha256(CCQA_JUDGE_PROMPT.encode("utf-8")).hexdigest() in proc.stdout
+    assert hashlib.sha256(prompt.encode("utf-8")).hexdigest() in proc.stdout
 
 
 def test_builtin_judge_table_matches_the_declared_entry_points():

@@ -95,8 +95,10 @@ _CS_DOC = {cs.ID_FIELD: "v/S1/d", "video_id": "v", "category": "c", "video_path"
            "kind": "desc", "shown": [{"index": 1, "start": 0.0, "end": 1.0}], "question": "Q?",
            "options": [o[3:] for o in _OPTIONS], "gold": "B", "prev_question": "", "prev_answer": "", "restart": "next",
            "num_frames": 8, "max_long_side": 0}
-_VR_DOC = {"id": "d", "domain": "dynamic_perception", "error_type": "logical", "solution_source": "s", "question": "Q?",
-           "answer": "B", "gold_labels": [{"step": 1, "label": "1"}, {"step": 2, "label": "0"}],
+_VR_DOC = {"id": "d", "video_path": "v.mp4", "source_video": "v.mp4", "domain": "dynamic_perception",
+           "error_type": "logical", "solution_source": "s", "source": "", "question": "Q?", "answer": "B",
+           "solution": ["Step 1: a", "Step 2: b"], "num_frames": 32, "max_long_side": 448, "visual_mode": "interleaved",
+           "gold_labels": [{"step": 1, "label": "1"}, {"step": 2, "label": "0"}],
            "gold_edges": [{"source": 2, "target": 2}], "gold_timestamps": [{"start": 12.0, "end": 20.0}]}
 _POINTS = ("The man opens the door", "He leaves at 12 seconds")
 _OFFLINE_RUBRIC = RB.OfflineRubricJudge()

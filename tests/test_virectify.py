@@ -44,9 +44,20 @@ def doc(labels=None, edges=None, stamps=None, *, domain="dynamic_perception", er
     labels = labels if labels is not None else {"1": "1", "2": "0", "3": "0", "4": "0"}
     edges = edges if edges is not None else [[2, 2], [2, 3], [3, 4]]
     stamps = stamps if stamps is not None else [[12.0, 20.0], [30.0, 35.0]]
-    return {"id": id_, "domain": domain, "error_type": error_type, "solution_source": source, "question": "Q?",
-            "answer": answer, **vr.gold_columns({"labels": {int(k): v for k, v in labels.items()},
-                                                 "edges": {(s, t) for s, t in edges}, "intervals": stamps})}
+    gold = vr.Gold({int(k): v for k, v in labels.items()}, {(s, t) for s, t in edges}, [tuple(iv) for iv in stamps])
+    return vr.Record(**_RECORD, record_id=id_, domain=domain, error_type=error_type, solution_source=source,
+                     answer=answer, gold=gold).columns()
+
+
+# A doc's other fields, as process_docs writes them (scoring reads them through record_of).
+_RECORD = {"video_path": "videos/clip.mp4", "source_video": "videos/clip.mp4", "source": "", "question": "Q?",
+           "solution": ("Step 1: a", "Step 2: b", "Step 3: c", "Step 4: d"), "num_frames": 32, "max_long_side": 448,
+           "visual_mode": "interleaved"}
+
+
+def reflect_doc(kind="rationale", *, id_="d", domain="dynamic_perception", answer="B"):
+    return vr.Record(**_RECORD, record_id=id_, domain=domain, error_type="logical", solution_source="s", answer=answer,
+                     hint=vr.Hint(kind, "Rationale: look again.", "gold")).columns()
 
 
 def response(identify="{'step1': ['1', ''], 'step2': ['0', 'x'], 'step3': ['0', 'y'], 'step4': ['0', 'z']}",
@@ -137,6 +148,71 @@ def test_docs_hold_no_json_text_and_the_gold_reads_back_typed():
         gold = vr.gold_of(d)
         assert isinstance(gold, Gold) and gold.labels == records[d["id"]]["labels"]
         assert gold.edges == records[d["id"]]["edges"] and gold.intervals == records[d["id"]]["intervals"]
+
+
+# The doc columns, in order: stored runs, reports, `score` and export read them by these names.
+RECORD_COLUMNS = ["id", "video_path", "source_video", "domain", "error_type", "solution_source", "source", "question",
+                  "answer", "solution", "num_frames", "max_long_side", "visual_mode"]
+PLUMBING = ["oracle_response", "chance_responses", "skipped_records"]
+
+
+def test_a_doc_is_one_typed_record_written_once_and_read_back(sample_docs):
+    records = {r["id"]: r for r in vr.load_records(vr.resolve_source("virectify", "sample", sample_dir=vr.SAMPLE_DIR,
+                                                                     hub_repo=None, local_layout=""))}
+    main, reflect = vr.process_docs([SAMPLE_ROW]), vr.process_docs_reflect([REFLECT_ROW])
+    assert main.column_names == [*RECORD_COLUMNS, "gold_labels", "gold_edges", "gold_timestamps", *PLUMBING]
+    assert reflect.column_names == [*RECORD_COLUMNS, "hint_kind", "hint", "hint_source", *PLUMBING]
+    for d in main:
+        record = vr.record_of(d)
+        assert record.columns() == {k: d[k] for k in record.columns()}  # what the reader reads is what was written
+        assert record.hint is None and record.gold == vr.gold_of(d)
+        r = records[record.record_id]
+        assert (record.source_video, record.solution, record.num_frames, record.max_long_side, record.visual_mode) == (
+            r["video"], tuple(r["solution"]), 32, 448, "interleaved")
+    kinds = []
+    for d in reflect:
+        record = vr.record_of(d)
+        assert record.columns() == {k: d[k] for k in record.columns()} and record.gold is None
+        kinds.append(record.hint.kind)
+        assert record.hint.source == "gold" and record.hint.text == d["hint"]
+    assert kinds == ["error_identify", "rationale"] * 12
+
+
+@pytest.mark.parametrize("edit, named", [
+    (lambda d: d.pop("video_path"), "lacks the field 'video_path'"),
+    (lambda d: d.pop("gold_labels"), "lacks gold_labels (a virectify doc) or hint_kind"),
+    (lambda d: d.update(num_frames="many"), "num_frames 'many' is not a whole number >= 1"),
+    (lambda d: d.update(max_long_side=-1), "max_long_side -1"),
+    (lambda d: d.update(solution="Step 1: a"), "solution is not a list of step texts"),
+    (lambda d: d.update(question=None), "question is NoneType, not text"),
+    (lambda d: d.update(domain="cooking"), "domain 'cooking' is none of dynamic_perception"),
+    (lambda d: d.update(visual_mode="gif"), "visual_mode 'gif' is none of interleaved, video"),
+    (lambda d: d.update(gold_labels=[{"step": 1, "label": "yes"}]), "a label other than '0' or '1'"),
+    (lambda d: d.update(gold_timestamps=[{"start": "soon", "end": 2.0}]), "could not convert string to float"),
+    (lambda d: d.update(hint_kind="answer", hint="h", hint_source="gold"), "hint_kind 'answer' is none of"),
+])
+def test_a_doc_missing_or_garbling_a_field_is_a_data_error_naming_the_record(edit, named):
+    bad = doc(id_="vr-007")
+    edit(bad)
+    with pytest.raises(DataError, match="vr-007") as raised:
+        vr.record_of(bad)
+    assert named in str(raised.value) and "process_docs" in str(raised.value)
+    # every reader goes through record_of: scoring, the judge item and the prompt name the record alike
+    for read in (lambda: vr.score_response(bad, response()), lambda: vr.judge_item(response(), bad),
+                 lambda: vr.prompt_text(bad)):
+        with pytest.raises(DataError, match="vr-007"):
+            read()
+
+
+def test_a_doc_of_one_task_scored_by_the_other_is_a_data_error():
+    with pytest.raises(DataError, match="virectify_reflect doc reached the scoring of virectify") as raised:
+        vr.process_results(reflect_doc(id_="r-1"), [{"text": response(), "judge": verdict()}])
+    assert "r-1" in str(raised.value)
+    with pytest.raises(DataError, match="virectify doc reached the scoring of virectify_reflect"):
+        vr.process_results_reflect(doc(id_="m-1"), [{"text": response(), "judge": verdict()}])
+    with pytest.raises(ValueError, match="either the gold"):  # a record carries exactly one of the two
+        vr.Record(**_RECORD, record_id="x", domain="dynamic_perception", error_type="logical", solution_source="s",
+                  answer="B")
 
 
 def test_overlapping_predicted_intervals_by_hand():
@@ -304,7 +380,7 @@ def test_parsers_never_raise(text):
     item, _ = vr.score_response(doc(), text)
     assert all(0.0 <= item[k] <= 1.0 for k in ("acc_i", "iou", "graph_jaccard"))
     vr.process_results(doc(), [{"text": text, "judge": verdict(1.0)}])
-    vr.process_results_reflect({**doc(), "hint_kind": "rationale", "hint_source": "gold"}, [{"text": text, "judge": verdict()}])
+    vr.process_results_reflect(reflect_doc(), [{"text": text, "judge": verdict()}])
 
 
 @settings(max_examples=100, deadline=None)
@@ -508,8 +584,7 @@ def test_reflection_docs_hold_gold_hints_without_the_answer(monkeypatch):
 
 
 def test_reflection_scoring_by_hand():
-    docs = [{"id": str(i), "hint_kind": kind, "hint_source": "gold", "domain": "dynamic_perception", "question": "Q?", "answer": "B"}
-            for i, kind in enumerate(["error_identify", "error_identify", "rationale", "rationale"])]
+    docs = [reflect_doc(kind, id_=str(i)) for i, kind in enumerate(["error_identify", "error_identify", "rationale", "rationale"])]
     texts = ["<answer>The correct answer should be \\boxed{B}</answer>", "I think A.",
              "so \\boxed{B}", "<answer>\\boxed{C}</answer>"]
     outcomes = [verdict(1.0), verdict(None, skipped=True), verdict(1.0), verdict(0.0)]

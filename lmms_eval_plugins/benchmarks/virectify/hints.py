@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_eval_plugins.benchmarks.virectify.prompts import format_intervals
-from lmms_eval_plugins.benchmarks.virectify.records import _gold_intervals
+from lmms_eval_plugins.benchmarks.virectify.records import Hint, _gold_intervals
 from lmms_eval_plugins.benchmarks.virectify.replies import _text, redact_answer
 from lmms_eval_plugins.benchmarks.virectify.spec import TEMPLATE
 from lmms_eval_plugins.data import DataSource, read_jsonl, safe_path
@@ -19,7 +19,6 @@ from lmms_eval_plugins.logged_samples import read_samples
 from lmms_eval_plugins.parsing import extract_tag, parse_intervals, strip_reasoning
 
 HINTS_ENV = "LMMS_EVAL_PLUGINS_VIRECTIFY_HINTS"
-HINT_KINDS = ("error_identify", "rationale")
 
 
 # ----------------------------------------------------------------------------------------------- reflection hints
@@ -58,6 +57,15 @@ def render_hint(kind: str, error_identify: Any, rationale: Any, timestamps: Any)
     inner = extract_tag(text, "rationale")
     lines.append(f"Rationale: {redact_answer(inner if inner is not None else text)}")
     return "\n".join(lines)
+
+
+def hint_of(kind: str, record: Mapping[str, Any], given: Mapping[str, Any] | None, path: Path | None) -> Hint:
+    """The hint of ``kind`` a reflection doc of ``record`` (a loaded record) shows: rendered from the
+    record's gold annotation, or from ``given``, its line of the hints file at ``path``."""
+    if given is None:
+        return Hint(kind, render_hint(kind, record["error_identify"], record["rationale"], record["intervals"]), "gold")
+    return Hint(kind, render_hint(kind, given.get("error_identify"), given.get("rationale"), given.get("timestamps")),
+                str(path))
 
 
 def load_hints(path: Path, ids: Iterable[str]) -> dict[str, dict[str, Any]]:

@@ -1,11 +1,13 @@
 """ViRectify prompts: the instructions (the paper's Table 11, the section 6.3 reflection), frame labels and
-clock times, and the lmms-eval hooks that build a request (frames, text, messages)."""
+clock times, and the lmms-eval hooks that build a request (frames, text, messages) from the doc's typed
+record (``records.record_of``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from lmms_eval_plugins.benchmarks.virectify.records import Record, record_of
 from lmms_eval_plugins.media import frame_plan, sample_video, video_info
 from lmms_eval_plugins.messages import FrameGroup, interleaved_messages
 
@@ -85,44 +87,50 @@ def frame_label(seconds: float) -> str:
 
 def frame_times(doc: Mapping[str, Any]) -> list[float]:
     """Timestamps (s) of the frames ``doc_to_visual`` samples, from the video's frame count and rate only."""
-    info = video_info(doc["video_path"], record_id=doc["id"])
-    return [i / info.fps for i in frame_plan(info.num_frames, info.fps, int(doc["num_frames"]), None)]
+    return _frame_times(record_of(doc))
 
 
-def _frames(doc: Mapping[str, Any]):
-    return sample_video(doc["video_path"], int(doc["num_frames"]), max_long_side=int(doc["max_long_side"]) or None,
-                        record_id=doc["id"])
+def _frame_times(record: Record) -> list[float]:
+    info = video_info(record.video_path, record_id=record.record_id)
+    return [i / info.fps for i in frame_plan(info.num_frames, info.fps, record.num_frames, None)]
 
 
-def _solution_text(doc: Mapping[str, Any]) -> str:
-    return "\n".join(doc["solution"])
+def _frames(record: Record):
+    return sample_video(record.video_path, record.num_frames, max_long_side=record.max_long_side or None,
+                        record_id=record.record_id)
 
 
 def prompt_text(doc: Mapping[str, Any]) -> str:
     """Everything after the frames: instruction, question, solution (and hint), output format."""
-    parts = [f"Question: {doc['question']}", f"Solution:\n{_solution_text(doc)}"]
-    if doc.get("hint_kind"):
-        intro = REFLECT_INSTRUCTION.format(feedback=REFLECT_FEEDBACK[doc["hint_kind"]])
-        return "\n\n".join([intro, *parts, doc["hint"], REFLECT_OUTPUT_FORMAT])
+    return _prompt_text(record_of(doc))
+
+
+def _prompt_text(record: Record) -> str:
+    parts = [f"Question: {record.question}", "Solution:\n" + "\n".join(record.solution)]
+    if record.hint is not None:
+        intro = REFLECT_INSTRUCTION.format(feedback=REFLECT_FEEDBACK[record.hint.kind])
+        return "\n\n".join([intro, *parts, record.hint.text, REFLECT_OUTPUT_FORMAT])
     return "\n\n".join([INSTRUCTION, *parts, OUTPUT_FORMAT])
 
 
 def doc_to_visual(doc: Mapping[str, Any]) -> list:
-    return _frames(doc).frames
+    return _frames(record_of(doc)).frames
 
 
 def doc_to_text(doc, lmms_eval_specific_kwargs=None):
     # Simple model classes get the frames from doc_to_visual and "<image>" at each frame's slot.
-    stamps = "".join(f"{frame_label(t)}<image>" for t in frame_times(doc))
-    return f"{stamps}\n{prompt_text(doc)}"
+    record = record_of(doc)
+    stamps = "".join(f"{frame_label(t)}<image>" for t in _frame_times(record))
+    return f"{stamps}\n{_prompt_text(record)}"
 
 
 def doc_to_messages(doc, lmms_eval_specific_kwargs=None):
-    sampled = _frames(doc)
-    if doc["visual_mode"] == "video":
+    record = record_of(doc)
+    sampled = _frames(record)
+    if record.visual_mode == "video":
         labels = ", ".join(frame_label(t) for t in sampled.timestamps)
         return interleaved_messages(f"The video's frames, sampled at {labels}:", [FrameGroup("", sampled.frames)],
-                                    prompt_text(doc))
+                                    _prompt_text(record))
     # the paper's "[1s]<image>[2s]<image>...": each frame an image after its time
     groups = [FrameGroup(frame_label(t), [frame], kind="image") for t, frame in zip(sampled.timestamps, sampled.frames)]
-    return interleaved_messages("", groups, prompt_text(doc))
+    return interleaved_messages("", groups, _prompt_text(record))

@@ -1,11 +1,16 @@
-"""ViRectify records: validating the records of virectify.jsonl, their videos, the task options, and the
-gold annotation a doc carries to scoring (:class:`Gold`)."""
+"""ViRectify records: validating the records of virectify.jsonl, their videos and the task options, and
+the typed record one doc carries (:class:`Record`, with its :class:`Gold` or :class:`Hint`), built once by
+the loader (tasks.py ``process_docs*``) and read back by prompts and scoring through :func:`record_of`.
+
+A doc travels through lmms-eval as a row of a Hugging Face dataset, so :meth:`Record.columns` writes
+Arrow-native values (lists, and the gold as lists of structs), never JSON text."""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -38,6 +43,7 @@ LOCAL_LAYOUT = (
 DEFAULT_NUM_FRAMES = 32
 DEFAULT_MAX_LONG_SIDE = 448
 VISUAL_MODES = ("interleaved", "video")
+HINT_KINDS = ("error_identify", "rationale")  # the feedback a virectify_reflect doc shows
 
 # Data keys -> the names the paper prints (Table 2 columns, Figure 4 labels).
 DOMAINS = {
@@ -196,14 +202,6 @@ def _options(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {"num_frames": num_frames, "max_long_side": int(side) if side else 0, "visual_mode": mode}
 
 
-def _common_fields(record: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "id": record["id"], "video_path": record["video_path"], "source_video": record["video"], "domain": record["domain"],
-        "error_type": record["error_type"], "solution_source": record["solution_source"], "source": record["source"],
-        "question": record["question"], "answer": record["answer"], "solution": record["solution"], **options,
-    }
-
-
 class Gold(NamedTuple):
     """The annotation a reply is scored against: the gold step labels, error-graph edges and key times."""
 
@@ -231,7 +229,136 @@ def gold_columns(record: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def gold_of(doc: Mapping[str, Any]) -> Gold:
-    """The typed gold annotation of a doc (:func:`gold_columns` wrote it)."""
-    return Gold(labels={int(x["step"]): str(x["label"]) for x in doc["gold_labels"]},
-                edges={(int(x["source"]), int(x["target"])) for x in doc["gold_edges"]},
+    """The typed gold annotation of a doc (:func:`gold_columns` wrote it); the whole doc's reader is
+    :func:`record_of`. A KeyError, TypeError or ValueError when the columns are garbled."""
+    labels = {int(x["step"]): x["label"] for x in doc["gold_labels"]}
+    if any(label not in ("0", "1") for label in labels.values()):
+        raise ValueError(f"gold_labels holds a label other than '0' or '1': {sorted(set(labels.values()), key=str)}")
+    return Gold(labels=labels, edges={(int(x["source"]), int(x["target"])) for x in doc["gold_edges"]},
                 intervals=[(float(x["start"]), float(x["end"])) for x in doc["gold_timestamps"]])
+
+
+# ----------------------------------------------------------------------------------------------- the typed doc
+
+@dataclass(frozen=True)
+class Hint:
+    """The feedback a ``virectify_reflect`` doc shows (hints.py renders it)."""
+
+    kind: str  # one of HINT_KINDS
+    text: str  # as the prompt shows it
+    source: str  # "gold", or the hints file it was read from
+
+
+@dataclass(frozen=True)
+class Record:
+    """One ViRectify doc: a record of virectify.jsonl as a request sees it, with the task's frame options.
+    A ``virectify`` doc carries the ``gold`` a reply is scored against, a ``virectify_reflect`` doc the
+    ``hint`` it shows instead: exactly one of the two."""
+
+    record_id: str  # the column "id"
+    video_path: str  # resolved inside the data root
+    source_video: str  # the record's 'video' as written: the cluster unit of error bars
+    domain: str  # a key of DOMAINS
+    error_type: str  # a key of ERROR_TYPES
+    solution_source: str
+    source: str  # "" when the record names none
+    question: str
+    answer: str  # the reference answer (the judge's)
+    solution: tuple[str, ...]  # "Step k: ..." lines
+    num_frames: int
+    max_long_side: int  # 0: no resizing
+    visual_mode: str  # one of VISUAL_MODES
+    gold: Gold | None = None
+    hint: Hint | None = None
+
+    def __post_init__(self) -> None:
+        if (self.gold is None) == (self.hint is None):
+            raise ValueError("a ViRectify doc carries either the gold (virectify) or a hint (virectify_reflect)")
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any], options: Mapping[str, Any], *, hint: Hint | None = None) -> Record:
+        """From a loaded record (:func:`normalize_record` with its ``video_path``) and the task options
+        (``_options``): with its gold, or with ``hint`` for the reflection task."""
+        gold = None if hint is not None else Gold(dict(record["labels"]), set(record["edges"]), list(record["intervals"]))
+        return cls(record_id=record["id"], video_path=record["video_path"], source_video=record["video"],
+                   domain=record["domain"], error_type=record["error_type"], solution_source=record["solution_source"],
+                   source=record["source"], question=record["question"], answer=record["answer"],
+                   solution=tuple(record["solution"]), num_frames=options["num_frames"],
+                   max_long_side=options["max_long_side"], visual_mode=options["visual_mode"], gold=gold, hint=hint)
+
+    def columns(self) -> dict[str, Any]:
+        """The doc's columns, in this order (Arrow-native values): the record's, then the gold's or the hint's."""
+        out: dict[str, Any] = {
+            "id": self.record_id, "video_path": self.video_path, "source_video": self.source_video,
+            "domain": self.domain, "error_type": self.error_type, "solution_source": self.solution_source,
+            "source": self.source, "question": self.question, "answer": self.answer, "solution": list(self.solution),
+            "num_frames": self.num_frames, "max_long_side": self.max_long_side, "visual_mode": self.visual_mode,
+        }
+        if self.gold is not None:
+            out.update(gold_columns(self.gold._asdict()))
+        if self.hint is not None:
+            out.update({"hint_kind": self.hint.kind, "hint": self.hint.text, "hint_source": self.hint.source})
+        return out
+
+    def required_gold(self) -> Gold:
+        """The gold; a DataError naming the record for a reflection doc (it has none)."""
+        if self.gold is None:
+            raise DataError("a virectify_reflect doc reached the scoring of virectify (it carries a hint, no gold)",
+                            record=self.record_id, fix="score it with process_results_reflect")
+        return self.gold
+
+    def required_hint(self) -> Hint:
+        """The hint; a DataError naming the record for a ``virectify`` doc (it has none)."""
+        if self.hint is None:
+            raise DataError("a virectify doc reached the scoring of virectify_reflect (it carries the gold, no hint)",
+                            record=self.record_id, fix="score it with process_results")
+        return self.hint
+
+
+def _text_field(doc: Mapping[str, Any], name: str, allowed: Mapping[str, Any] | tuple[str, ...] | None = None) -> str:
+    value = doc[name]
+    if not isinstance(value, str):
+        raise TypeError(f"{name} is {type(value).__name__}, not text")
+    if allowed is not None and value not in allowed:
+        raise ValueError(f"{name} {value!r} is none of {', '.join(allowed)}")
+    return value
+
+
+def _count(doc: Mapping[str, Any], name: str, least: int) -> int:
+    value = doc[name]
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{name} {value!r} is not a whole number >= {least}")
+    return value
+
+
+def record_of(doc: Mapping[str, Any]) -> Record:
+    """The typed record a doc carries (what :meth:`Record.columns` wrote, as lmms-eval hands it back); a
+    DataError naming the record when a field is missing or garbled."""
+    try:
+        solution = doc["solution"]
+        if not isinstance(solution, (list, tuple)) or not all(isinstance(step, str) for step in solution):
+            raise TypeError("solution is not a list of step texts")
+        hint = None
+        if "hint_kind" in doc:
+            hint = Hint(kind=_text_field(doc, "hint_kind", HINT_KINDS), text=_text_field(doc, "hint"),
+                        source=_text_field(doc, "hint_source"))
+        elif "gold_labels" not in doc:
+            raise KeyError("gold_labels (a virectify doc) or hint_kind (a virectify_reflect doc)")
+        return Record(
+            record_id=_text_field(doc, "id"), video_path=_text_field(doc, "video_path"),
+            source_video=_text_field(doc, "source_video"), domain=_text_field(doc, "domain", DOMAINS),
+            error_type=_text_field(doc, "error_type", ERROR_TYPES),
+            solution_source=_text_field(doc, "solution_source"), source=_text_field(doc, "source"),
+            question=_text_field(doc, "question"), answer=_text_field(doc, "answer"), solution=tuple(solution),
+            num_frames=_count(doc, "num_frames", 1), max_long_side=_count(doc, "max_long_side", 0),
+            visual_mode=_text_field(doc, "visual_mode", VISUAL_MODES),
+            gold=gold_of(doc) if hint is None else None, hint=hint)
+    except KeyError as exc:
+        key = exc.args[0] if exc.args else "?"
+        problem = f"a ViRectify doc lacks the field {key!r}" if str(key).isidentifier() else f"a ViRectify doc lacks {key}"
+        cause: Exception = exc
+    except (TypeError, ValueError) as exc:
+        problem, cause = f"a ViRectify doc garbles a field ({exc})", exc
+    record_id = doc.get("id") if isinstance(doc, Mapping) else None
+    raise DataError(problem, record=str(record_id) if record_id else "?",
+                    fix="build docs with virectify's process_docs / process_docs_reflect (Record.columns)") from cause

@@ -2,7 +2,7 @@
 the corrected answer), the judge item, and the aggregations (the paper's Table 2 layout, the
 reflection's accuracy per hint kind).
 
-Pure functions of the docs and the items tasks.py builds. Which field of an item holds which score is
+Pure functions of the docs (read through their typed record, ``records.record_of``) and the items tasks.py builds. Which field of an item holds which score is
 spec.py's to say (:class:`ItemFields`, the metrics' ``item_score``): this module names no metric.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from lmms_eval_plugins.benchmark import Aggregation, Items
-from lmms_eval_plugins.benchmarks.virectify.records import gold_of
+from lmms_eval_plugins.benchmarks.virectify.records import record_of
 from lmms_eval_plugins.benchmarks.virectify.replies import (
     PARTS,
     _text,
@@ -68,22 +68,24 @@ def timestamp_iou(pred: Sequence[tuple[float, float]] | None, gold: Sequence[tup
 
 def judge_item(response: str, doc: Mapping[str, Any]) -> JudgeItem | None:
     """The boxed corrected answer against the reference; None (nothing to judge: scored 0) without one."""
+    record = record_of(doc)
     answer, _ = find_answer(strip_reasoning(_text(response)))
     if answer is None:
         return None
-    return JudgeItem(question=doc["question"], prediction=answer, reference=doc["answer"], item_id=doc["id"])
+    return JudgeItem(question=record.question, prediction=answer, reference=record.answer, item_id=record.record_id)
 
 
 def score_response(doc: Mapping[str, Any], text: Any, fields: ItemFields) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the per-sample scores, what was parsed) for one response; scores are fractions 0-1."""
+    record = record_of(doc)
+    gold = record.required_gold()
     parsed = parse_response(text)
-    gold = gold_of(doc)
     missing = parsed["missing"]
     acc = step_accuracy(parsed["labels"], gold.labels)
     item = {
-        "id": doc["id"], "domain": doc["domain"], "error_type": doc["error_type"],
-        "solution_source": doc["solution_source"],
-        "source_video": doc.get("source_video"),  # the cluster unit of error bars (None in runs logged before it)
+        "id": record.record_id, "domain": record.domain, "error_type": record.error_type,
+        "solution_source": record.solution_source,
+        "source_video": record.source_video,  # the cluster unit of error bars (None in items logged before it)
         fields.step_accuracy: acc,
         fields.time_iou: timestamp_iou(parsed["intervals"], gold.intervals),
         fields.edge_jaccard: edge_jaccard(parsed["edges"], gold.edges),
@@ -102,9 +104,11 @@ def score_response(doc: Mapping[str, Any], text: Any, fields: ItemFields) -> tup
 
 def reflect_item(doc: Mapping[str, Any], text: str) -> dict[str, Any]:
     """One reflection sample before its verdict: the boxed answer read from the reply (None: none)."""
+    record = record_of(doc)
+    hint = record.required_hint()
     answer, _ = find_answer(strip_reasoning(text))
-    return {"id": doc["id"], "source_video": doc.get("source_video"), "hint_kind": doc["hint_kind"],
-            "hint_source": doc["hint_source"], "domain": doc["domain"],
+    return {"id": record.record_id, "source_video": record.source_video, "hint_kind": hint.kind,
+            "hint_source": hint.source, "domain": record.domain,
             "answer": answer, "missing": {} if answer is not None else {"answer": "no \\boxed{} answer"}}
 
 

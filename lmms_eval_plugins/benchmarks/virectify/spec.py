@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from lmms_eval_plugins.benchmark import Benchmark, Metric, task_folder
+from lmms_eval_plugins.benchmarks.virectify.judge_prompt import ACC_R_JUDGE_PROMPT
 from lmms_eval_plugins.benchmarks.virectify.records import DOMAINS, ERROR_TYPES
 from lmms_eval_plugins.benchmarks.virectify.scoring import (
     ItemFields,
@@ -80,6 +81,7 @@ BENCHMARK = Benchmark(
     roles=('reflect',),
     data="ViRectify JSONL and videos in a local folder",
     judge="semantic_match",
+    judge_prompt=ACC_R_JUDGE_PROMPT,  # the paper's Table 5 prompt, which the semantic_match judge sends
     cluster_key="source_video",  # items (and reflect hints) made from one video
     report_section="lmms_eval_plugins.benchmarks.virectify.report:section_virectify",
     sample_data="lmms_eval_plugins.benchmarks.virectify.sample_data:make_virectify",

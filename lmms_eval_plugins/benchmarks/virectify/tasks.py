@@ -14,7 +14,7 @@ Two tasks share this file (see README.md for the protocol, the parsing rules and
 Parsers are pure and never raise: a missing or broken part of an output scores 0 on its own metric
 only, and the logged sample says what was missing.
 The package, one job a module: ``replies`` (reading the four parts of a reply and the boxed answer),
-``records`` (validating records and videos, task options, the gold annotation a doc carries),
+``records`` (validating records and videos, task options, the typed ``Record`` a doc carries: ``record_of``),
 ``prompts`` (instructions, frame labels, the request hooks), ``scoring`` (per-sample scores, the judge
 item, aggregations), ``hints`` (reflection hints: gold, a hints file, a logged run), ``baselines``
 (oracle and chance replies), ``spec`` (every metric with its aggregation). This module loads a task's docs, builds each scored item and names in
@@ -30,11 +30,13 @@ from lmms_eval_plugins.benchmarks.virectify import prompts, scoring, spec
 from lmms_eval_plugins.benchmarks.virectify.baselines import (
     chance_responses,
     oracle_response,
+    reflect_chance_responses,
+    reflect_oracle_response,
 )
 from lmms_eval_plugins.benchmarks.virectify.hints import (  # noqa: F401  (re-exported: what the tests read)
-    HINT_KINDS,
     HINTS_ENV,
     _hints_path,
+    hint_of,
     hints_from_samples,
     load_hints,
     render_hint,
@@ -61,17 +63,21 @@ from lmms_eval_plugins.benchmarks.virectify.records import (  # noqa: F401  (re-
     DOMAINS,
     ERROR_TYPE_ALIASES,
     ERROR_TYPES,
+    HINT_KINDS,
     JSONL_NAME,
     LOCAL_LAYOUT,
     REQUIRED_FIELDS,
     VISUAL_MODES,
-    _common_fields,
+    Gold,
+    Hint,
+    Record,
     _options,
     gold_columns,
     gold_features,
     gold_of,
     load_records,
     normalize_record,
+    record_of,
 )
 from lmms_eval_plugins.benchmarks.virectify.replies import (  # noqa: F401  (re-exported: what the tests read)
     PARTS,
@@ -126,12 +132,9 @@ def process_docs(dataset: Any, sample_dir: Path | None = None):
     records, options, _, _ = _load(dataset, sample_dir)
     docs = []
     for r in records:
-        docs.append({
-            **_common_fields(r, options),
-            **gold_columns(r),
-            ORACLE_FIELD: oracle_response(r),
-            CHANCE_FIELD: chance_responses(len(r["solution"])),
-        })
+        record = Record.of(r, options)
+        docs.append({**record.columns(), ORACLE_FIELD: oracle_response(r),
+                     CHANCE_FIELD: chance_responses(len(record.solution))})
     return to_dataset(stamp_skipped(docs, records), gold_features())
 
 
@@ -146,16 +149,9 @@ def process_docs_reflect(dataset: Any, sample_dir: Path | None = None):
     for r in records:
         given = provided[r["id"]] if provided is not None else None
         for kind in kinds:
-            if given is None:
-                hint = render_hint(kind, r["error_identify"], r["rationale"], r["intervals"])
-            else:
-                hint = render_hint(kind, given.get("error_identify"), given.get("rationale"), given.get("timestamps"))
-            docs.append({
-                **_common_fields(r, options), "hint_kind": kind, "hint": hint,
-                "hint_source": "gold" if given is None else str(path),
-                ORACLE_FIELD: f"<answer>{ANSWER_SENTENCE.format(answer=r['answer'])}</answer>",
-                CHANCE_FIELD: [f"<answer>{ANSWER_SENTENCE.format(answer=c)}</answer>" for c in "ABCD"],
-            })
+            record = Record.of(r, options, hint=hint_of(kind, r, given, path))
+            docs.append({**record.columns(), ORACLE_FIELD: reflect_oracle_response(record),
+                         CHANCE_FIELD: reflect_chance_responses()})
     return to_dataset(stamp_skipped(docs, records))
 
 
