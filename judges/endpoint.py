@@ -8,10 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import parse_qsl, urlsplit
-
-from loguru import logger
 
 from .base import JudgeConfigError
 from .cache import sanitise_endpoint
@@ -210,14 +207,6 @@ def resolve_model(default_model: str | None, env: Mapping[str, str] | None = Non
 ANNOUNCE_PREFIX = "lmms-eval-plugins judge:"
 
 
-def _first_time(key: tuple[Any, ...]) -> bool:
-    """Whether this run has not said ``key`` yet: the run's judge session remembers what it said."""
-    # imported here: session.py imports runtime.py, which imports this module
-    from .session import current_session
-
-    return current_session().first_time(key)
-
-
 def announcement(judge_name: str, version: str | None, model: str | None, endpoint: Endpoint | None) -> str:
     """The line that says where a judge's traffic goes, e.g.
     ``lmms-eval-plugins judge: semantic_match v1 -> model gpt-4o at http://127.0.0.1:8000 (from OPENAI_BASE_URL)``;
@@ -226,31 +215,3 @@ def announcement(judge_name: str, version: str | None, model: str | None, endpoi
     if endpoint is None:
         return f"{ANNOUNCE_PREFIX} {who} -> offline (no endpoint)"
     return f"{ANNOUNCE_PREFIX} {who} -> model {model} at {endpoint.host} ({endpoint.origin})"
-
-
-def announce_judge(judge_name: str, version: str | None, model: str | None, endpoint: Endpoint | None) -> bool:
-    """Log :func:`announcement` once per run (and process) per judge, model and endpoint; True if it was logged."""
-    key = (os.getpid(), judge_name, version, model, endpoint.host if endpoint else None, endpoint.source if endpoint else None)
-    if not _first_time(key):
-        return False
-    logger.info(announcement(judge_name, version, model, endpoint))
-    return True
-
-
-def announce_unavailable(judge_name: str, problem: str) -> bool:
-    """Log once per run (and process) why a judge cannot judge in this run (lmms-eval builds a task's
-    filters more than once, and several tasks share a judge); True if it was logged."""
-    if not _first_time((os.getpid(), "unavailable", judge_name, problem)):
-        return False
-    logger.error(
-        f"judge for {judge_name!r} is not available: {problem}\nThe model still runs; the judged metrics of "
-        "its tasks will be null (unscored) until `lmms-eval-plugins score OUTPUT_PATH` is run with a judge configured."
-    )
-    return True
-
-
-def forget_announcements() -> None:
-    """Forget which judges this run announced (tests; a new run's session starts with none)."""
-    from .session import current_session
-
-    current_session().forget_said()

@@ -43,8 +43,6 @@ from .base import (
     LLMJudge,
 )
 from .endpoint import (
-    announce_judge,
-    announce_unavailable,
     resolve_endpoint,
     resolve_model,
 )
@@ -55,7 +53,7 @@ from .runtime import (
     max_error_rate_from_env,
     sampling_from_env,
 )
-from .session import get_runtime, judging_deferred
+from .session import announce_judge, announce_unavailable, get_runtime, judging_deferred
 
 
 class JudgedResponse(FilteredDict):

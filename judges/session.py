@@ -19,6 +19,7 @@ from typing import Any
 from loguru import logger
 
 from .cache import default_cache_path
+from .endpoint import Endpoint, announcement
 from .runtime import JudgeRuntime
 
 
@@ -146,6 +147,33 @@ def accounting_reports() -> list[dict[str, Any]]:
 
 
 reset_runtimes = end_session
+
+
+# What a run says once, however often lmms-eval builds a task's filters (and several tasks share a judge).
+def announce_judge(judge_name: str, version: str | None, model: str | None, endpoint: Endpoint | None) -> bool:
+    """Log :func:`~.endpoint.announcement` once per run (and process) per judge, model and endpoint;
+    True if it was logged."""
+    key = (os.getpid(), judge_name, version, model, endpoint.host if endpoint else None, endpoint.source if endpoint else None)
+    if not current_session().first_time(key):
+        return False
+    logger.info(announcement(judge_name, version, model, endpoint))
+    return True
+
+
+def announce_unavailable(judge_name: str, problem: str) -> bool:
+    """Log once per run (and process) why a judge cannot judge in this run; True if it was logged."""
+    if not current_session().first_time((os.getpid(), "unavailable", judge_name, problem)):
+        return False
+    logger.error(
+        f"judge for {judge_name!r} is not available: {problem}\nThe model still runs; the judged metrics of "
+        "its tasks will be null (unscored) until `lmms-eval-plugins score OUTPUT_PATH` is run with a judge configured."
+    )
+    return True
+
+
+def forget_announcements() -> None:
+    """Forget which judges this run announced (tests; a new run's session starts with none)."""
+    current_session().forget_said()
 
 
 @atexit.register

@@ -13,7 +13,8 @@ import pytest
 from judge_server import TEST_API_KEY, client_error
 from lmms_eval_plugins.judges import JudgeItem, load_judge
 from lmms_eval_plugins.judges.accounting import connection_cause, judge_error_causes
-from lmms_eval_plugins.judges.endpoint import Endpoint, announce_unavailable
+from lmms_eval_plugins.judges.endpoint import Endpoint
+from lmms_eval_plugins.judges.session import announce_unavailable
 from lmms_eval_plugins.judges.runtime import JudgeRuntime
 from loguru import logger
 

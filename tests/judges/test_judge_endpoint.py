@@ -6,10 +6,10 @@ import pytest
 from judge_server import TEST_API_KEY as API_KEY
 from lmms_eval.filters import build_filter_ensemble
 from lmms_eval_plugins.judges import JudgeConfigError, JudgeFilter
+from lmms_eval_plugins.judges.session import announce_judge
 from lmms_eval_plugins.judges.endpoint import (
     DEFAULT_OPENAI_BASE_URL,
     Endpoint,
-    announce_judge,
     announcement,
     endpoint_from_env,
     endpoint_host,

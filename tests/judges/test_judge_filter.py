@@ -110,7 +110,7 @@ def test_predict_only_runs_make_no_judge_calls(endpoint_env):
 def test_predict_only_without_an_endpoint_is_not_an_error():
     """A --predict_only run needs no judge: no "not available" error, and the reason given is the deferral."""
     from loguru import logger
-    from lmms_eval_plugins.judges.endpoint import forget_announcements
+    from lmms_eval_plugins.judges.session import forget_announcements
     from lmms_eval_plugins.judges.session import set_judging_deferred
 
     forget_announcements()

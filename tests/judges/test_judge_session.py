@@ -35,7 +35,7 @@ def test_no_judge_module_rebinds_a_global():
 
 
 def test_a_judge_is_announced_once_per_run():
-    from lmms_eval_plugins.judges.endpoint import announce_judge, announce_unavailable
+    from lmms_eval_plugins.judges.session import announce_judge, announce_unavailable
 
     sessions.begin_run(deferred=False)
     try:
