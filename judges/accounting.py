@@ -3,6 +3,7 @@ accounting JSON and summary line a run writes (docs/judges.md, "Accounting")."""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -17,6 +18,9 @@ from .base import Judge
 ENV_REPORT = "LMMS_EVAL_PLUGINS_JUDGE_REPORT"  # documented in docs/judges.md
 ENV_PRICES = "LMMS_EVAL_PLUGINS_JUDGE_PRICES"  # a price table file (docs/judges.md, "Cost"); no price is built in
 PRICE_FIELDS = ("input", "cached_input", "output")  # per million tokens
+MAX_PRICE = 1e9  # per million tokens: above any real price, and far enough from overflow that every cost is finite
+MAX_BATCH_FACTOR = 100.0
+MAX_PRICE_FILE_BYTES = 1_000_000
 
 
 @dataclass
@@ -180,11 +184,15 @@ class Price:
 def read_prices(path: str | os.PathLike[str]) -> dict[str, Price]:
     """The price table: a JSON object, judge model -> {"input", "cached_input", "output": prices per
     million tokens, "batch_factor": what a batch call pays relative to a synchronous one (default 1)}."""
-    import json
+    from lmms_eval_plugins.data import parse_json
 
     fix = "see docs/judges.md, \"Cost\""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, "rb") as handle:  # a price table is small: read no more than the cap (a FIFO or 1 GB is refused)
+            raw = handle.read(MAX_PRICE_FILE_BYTES + 1)
+        if len(raw) > MAX_PRICE_FILE_BYTES:
+            raise ValueError(f"over {MAX_PRICE_FILE_BYTES} bytes")
+        data = parse_json(raw.decode("utf-8"))  # bounded: 100,000 levels deep is a named error, not a RecursionError
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise PriceTableError(f"price table {path}: cannot read it as JSON ({exc}); {fix}") from None
     if not isinstance(data, dict) or not data:
@@ -199,8 +207,10 @@ def read_prices(path: str | os.PathLike[str]) -> dict[str, Price]:
         values = {}
         for name in (*PRICE_FIELDS, "batch_factor"):
             value = entry.get(name, 1.0 if name == "batch_factor" else None)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
-                raise PriceTableError(f"price table {path}: {model!r} field {name!r} is {value!r}, not a number >= 0; {fix}")
+            top = MAX_BATCH_FACTOR if name == "batch_factor" else MAX_PRICE
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= top:
+                raise PriceTableError(f"price table {path}: {model!r} field {name!r} is {str(value)[:40]!r}, not a number "
+                                      f"from 0 to {top:g}; {fix}")
             values[name] = float(value)
         prices[str(model)] = Price(**values)
     return prices
@@ -210,9 +220,9 @@ def estimated_cost(stats: Mapping[str, Any], price: Price) -> float:
     """The cost of one accounting row: uncached input, cached input and output tokens at their prices,
     the batch part times ``batch_factor``."""
 
-    def n(name: str) -> int:
+    def n(name: str) -> int:  # counts as stored (a merged report may hold anything): whole numbers up to 10**15
         value = stats.get(name, 0)
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+        return min(value, 10**15) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
     def part(tokens_in: int, cached: int, tokens_out: int) -> float:
         cached = min(cached, tokens_in)
@@ -228,6 +238,8 @@ def cost_section(by_model: Mapping[str, Any], prices: Mapping[str, Price], sourc
     """``estimated_cost`` of a report: per judge model with a price, the total, and the models without one."""
     costs = {m: round(estimated_cost(s, prices[m]), 6) for m, s in sorted(by_model.items())
              if m in prices and isinstance(s, Mapping)}
+    if not all(math.isfinite(v) for v in costs.values()):  # never a bare NaN/Infinity in a JSON file
+        raise PriceTableError(f"price table {source}: the estimated cost is not a finite number; use prices up to {MAX_PRICE:g}")
     unpriced = sorted(m for m, s in by_model.items() if m not in prices and not m.startswith("offline:")
                       and isinstance(s, Mapping) and (s.get("tokens_in") or s.get("tokens_out")))
     return {"by_model": costs, "total": round(sum(costs.values()), 6), "models_without_price": unpriced,

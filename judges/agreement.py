@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_eval_plugins.data import JsonlLineError, iter_jsonl
+from lmms_eval_plugins.safe_files import write_atomic
 
 from .base import JudgeConfigError, JudgeError, JudgeItem, LLMJudge
 from .endpoint import resolve_endpoint, resolve_model
@@ -352,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)
         text = runtime.redact(json.dumps(_json_safe(result), indent=2))
-        args.json_out.write_text(text + "\n", encoding="utf-8")
+        write_atomic(args.json_out, text + "\n")
         print(f"written {args.json_out}")
     return 0
 

@@ -8,24 +8,42 @@ input file. Ingestion reads each output line strictly, parses the verdict with t
 (the synchronous path's), and stores it in the judge cache; a line without a verdict (refused, failed,
 unparseable, or left unanswered by an expired, failed or cancelled batch) is counted and stays
 unscored. Returned verdicts are always kept, whatever the batch's final status.
+
+Nothing in the run folder is trusted (issue 36). Each entry of the state file is signed (HMAC-SHA256
+under the judge cache secret, ``judges/cache.py``) by the machine that recorded it, and only entries
+whose signature holds are resumed; a state that does not verify (copied, edited, damaged, over
+``LMMS_EVAL_PLUGINS_JUDGE_BATCH_MAX_STATE_BYTES``, an older format) is set aside under a new name, with a
+named warning, and its requests are planned afresh. Output lines are bound to their request: a line whose
+custom_id is not its batch's is counted as unknown; two lines for one request that disagree are a judge
+error for it; a rubric line whose verdict tag carries another item's nonce answers another request, and
+then no verdict of that batch is kept. Every exchange is bounded (``bounded_http``): control calls by a
+small cap and the HTTP timeout, output files streamed line by line under
+``LMMS_EVAL_PLUGINS_JUDGE_BATCH_MAX_OUTPUT_BYTES`` and ``..._DOWNLOAD_DEADLINE``, all within ``--batch-wait``.
+An API error is a named outcome: a transient one keeps the batch for the next run (exit 3); a refusal
+closes the batch, keeping the verdicts it returned, and its other requests are submitted again next time.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
+import re
+import stat
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from .accounting import Accounting
-from .base import JudgeConfigError, ReplyParseError
+from .base import JudgeConfigError, ReplyParseError, verdict_nonce
 from .batch_requests import (
+    ID_HEX,
+    ID_PREFIX,
     BatchRequest,
     OutputLine,
     read_output_line,
@@ -38,21 +56,48 @@ from .redaction import Redactor
 from .reply import MalformedResponse, cached_tokens, read_completion
 
 STATE_FILE = "judge_batches.json"
-STATE_VERSION = 1
+STATE_VERSION = 2  # 1: unsigned, one custom_id per list item (set aside when met)
 ENV_MAX_REQUESTS = "LMMS_EVAL_PLUGINS_JUDGE_BATCH_MAX_REQUESTS"
 ENV_MAX_BYTES = "LMMS_EVAL_PLUGINS_JUDGE_BATCH_MAX_BYTES"
 ENV_POLL = "LMMS_EVAL_PLUGINS_JUDGE_BATCH_POLL"
+ENV_MAX_OUTPUT_BYTES = "LMMS_EVAL_PLUGINS_JUDGE_BATCH_MAX_OUTPUT_BYTES"
+ENV_DOWNLOAD_DEADLINE = "LMMS_EVAL_PLUGINS_JUDGE_BATCH_DOWNLOAD_DEADLINE"
+ENV_MAX_STATE_BYTES = "LMMS_EVAL_PLUGINS_JUDGE_BATCH_MAX_STATE_BYTES"
 DEFAULT_MAX_REQUESTS = 50_000  # OpenAI's limit per batch input file
 DEFAULT_MAX_BYTES = 190_000_000  # under OpenAI's 200 MB file limit
 DEFAULT_POLL_S = 30.0
+DEFAULT_MAX_OUTPUT_BYTES = 256 * 2**20  # one output or error file (a judge line is about 1 KB)
+DEFAULT_DOWNLOAD_DEADLINE = 600.0  # seconds for one output or error file, in total
+DEFAULT_MAX_STATE_BYTES = 64 * 2**20  # about 1.3 million recorded requests
+CONTROL_MAX_BYTES = 4 * 2**20  # the reply to a control call: a batch or file object, a page of 100 batches
+MIN_EXCHANGE_S = 2.0  # the least an exchange gets when --batch-wait is nearly spent (a first poll still happens)
 TERMINAL = ("completed", "failed", "expired", "cancelled")
+STATUSES = ("validating", "in_progress", "finalizing", "cancelling", *TERMINAL)
 # what each final status means for the requests a batch did not answer
 OUTCOMES = {"completed": "completed", "failed": "failed: the provider refused the batch (its errors say why)",
             "expired": "expired: not finished within the completion window", "cancelled": "cancelled"}
+_API_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}")  # a file or batch id: it goes into a URL path
+_TAG_NONCE = re.compile(r"score-([0-9a-f]{12})")
+_MAC_DOMAIN = b"lmms-eval-plugins judge_batches.json entry v2\n"  # never the same bytes as a cache row's MAC
+# the fields of a state entry and their types (a signed entry has them by construction; checked anyway)
+_ENTRY_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "endpoint": str, "ids": str, "lines": int, "bytes": int, "status": str, "recorded_at": str, "file_id": str,
+    "batch_id": str, "ingested": bool, "outcome": str, "verdicts": int, "failed": int, "errors": list,
+    "done_requests": int, "unknown_lines": int, "duplicate_lines": int, "mac": str,
+}
 
 
 class BatchStateError(ValueError):
-    """``judge_batches.json`` cannot be read; the message names the file and the fix."""
+    """``judge_batches.json`` cannot be used or set aside; the message names the file and the fix."""
+
+
+class BatchUnreachable(RuntimeError):
+    """The Batch API could not be reached (a connection error, a timeout, HTTP 5xx or 429): the recorded
+    batches are kept and the same command collects them later."""
+
+
+class _OutOfWait(Exception):
+    """A download cut by ``--batch-wait`` (not by its own deadline): the batch stays waiting."""
 
 
 @dataclass(frozen=True)
@@ -62,21 +107,31 @@ class BatchSettings:
     poll_s: float = DEFAULT_POLL_S
     timeout: float = 120.0  # per HTTP request of the Batch API (uploads can be large)
     max_reply_bytes: int = 65536
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    download_deadline: float = DEFAULT_DOWNLOAD_DEADLINE
+    max_state_bytes: int = DEFAULT_MAX_STATE_BYTES
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> BatchSettings:
-        env = os.environ if env is None else env
+        """The settings in the environment, read by ``settings.env_number`` (nan, inf and values below the
+        minimum are a :class:`JudgeConfigError` naming the variable)."""
+        from lmms_eval_plugins.settings import BadSetting, env_number
+
+        spec = ((ENV_MAX_REQUESTS, "max_requests", True, 1), (ENV_MAX_BYTES, "max_bytes", True, 1),
+                (ENV_POLL, "poll_s", False, 0.01), (ENV_MAX_OUTPUT_BYTES, "max_output_bytes", True, 1024),
+                (ENV_DOWNLOAD_DEADLINE, "download_deadline", False, 1.0), (ENV_MAX_STATE_BYTES, "max_state_bytes", True, 1024))
         values: dict[str, Any] = {}
-        for name, attr, kind in ((ENV_MAX_REQUESTS, "max_requests", int), (ENV_MAX_BYTES, "max_bytes", int), (ENV_POLL, "poll_s", float)):
-            raw = (env.get(name) or "").strip()
-            if raw:
-                try:
-                    values[attr] = kind(raw)
-                except ValueError:
-                    raise JudgeConfigError(f"{name}={raw!r} is not a valid {kind.__name__}") from None
-                if values[attr] <= 0:
-                    raise JudgeConfigError(f"{name}={raw!r} must be > 0")
+        for name, attr, whole, minimum in spec:
+            try:
+                values[attr] = env_number(name, getattr(cls, attr), whole=whole, minimum=minimum, env=env)
+            except BadSetting as exc:
+                raise JudgeConfigError(f"{exc}; unset it or give a finite {'whole ' if whole else ''}number >= {minimum:g}") from None
         return cls(**values)
+
+    @property
+    def max_line_bytes(self) -> int:
+        """The longest output line read: a reply at the cap, JSON-escaped (up to 6 bytes a character), and its envelope."""
+        return 6 * self.max_reply_bytes + 65536
 
 
 @dataclass
@@ -90,40 +145,165 @@ class BatchRun:
     verdicts: int = 0  # verdicts stored in the cache by this run
     failures: dict[str, str] = field(default_factory=dict)  # custom_id -> why its line gave no verdict
     accounting: Accounting = field(default_factory=Accounting)
+    notes: list[str] = field(default_factory=list)  # named outcomes to print (set-aside state, unreachable API)
+    unknown_lines: int = 0  # output lines whose custom_id is not one of their batch's requests
+    duplicate_lines: int = 0  # second and later lines for one request
+    conflicting: int = 0  # requests whose lines disagree (a judge error each)
+    relabelled: int = 0  # lines whose verdict tag carries another request's nonce
+    unreadable_lines: int = 0  # lines that are not batch lines (bad JSON, too deep, too long)
+    state_set_aside: str | None = None  # the name the untrusted state file was moved to
 
     @property
     def done(self) -> bool:
         return not self.waiting
 
+    def line_counts(self) -> dict[str, int]:
+        return {"unknown_lines": self.unknown_lines, "duplicate_lines": self.duplicate_lines,
+                "conflicting_requests": self.conflicting, "lines_answering_other_requests": self.relabelled,
+                "unreadable_lines": self.unreadable_lines}
 
-# ---- the state file -------------------------------------------------------------------------------
+
+# ---- the state file: compact, signed, verified when read ------------------------------------------------
 
 
-def read_state(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {"version": STATE_VERSION, "batches": []}
-    fix = f"delete {path.name} to forget these batches (their requests are then submitted again)"
+def ids_text(custom_ids: Iterable[str]) -> str:
+    """The custom_ids of a batch as stored: their hex digits, concatenated (no list of strings to parse)."""
+    return "".join(cid[len(ID_PREFIX):] for cid in custom_ids)
+
+
+def entry_id_list(entry: Mapping[str, Any]) -> list[str]:
+    text = entry["ids"]
+    return [ID_PREFIX + text[i:i + ID_HEX] for i in range(0, len(text), ID_HEX)]
+
+
+def entry_ids(entry: Mapping[str, Any]) -> set[str]:
+    return set(entry_id_list(entry))
+
+
+def entry_count(entry: Mapping[str, Any]) -> int:
+    return len(entry["ids"]) // ID_HEX
+
+
+def entry_mac(secret: bytes, entry: Mapping[str, Any]) -> str:
+    """HMAC-SHA256 (hex) of every field of an entry but its ``mac``: endpoint, custom_ids, file and batch ids, status."""
+    body = {k: v for k, v in entry.items() if k != "mac"}
+    blob = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return hmac.new(secret, _MAC_DOMAIN + blob.encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def entry_problem(secret: bytes, entry: Any) -> str | None:
+    """Why a state entry is not resumed (None: this user recorded it, unchanged)."""
+    if not isinstance(entry, dict):
+        return "not an object"
+    mac = entry.get("mac")
+    if not isinstance(mac, str) or not mac:
+        return "not signed"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise BatchStateError(f"{path}: not readable JSON ({exc}); {fix}") from None
-    if not isinstance(data, dict) or data.get("version") != STATE_VERSION or not isinstance(data.get("batches"), list):
-        raise BatchStateError(f"{path}: not a version-{STATE_VERSION} batch record; {fix}")
-    for i, entry in enumerate(data["batches"]):
-        if not isinstance(entry, dict) or not isinstance(entry.get("custom_ids"), list) or not isinstance(entry.get("endpoint"), str):
-            raise BatchStateError(f"{path}: batches[{i}] lacks custom_ids or endpoint; {fix}")
+        expected = entry_mac(secret, entry)
+    except (TypeError, ValueError, RecursionError):
+        return "its fields cannot be signed"
+    if not hmac.compare_digest(mac, expected):
+        return "its signature does not hold (recorded by another user or machine, or edited)"
+    for name, kind in _ENTRY_FIELDS.items():
+        value = entry.get(name)
+        if name in entry and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
+            return f"field {name!r} is not a {getattr(kind, '__name__', kind)}"
+    ids = entry.get("ids")
+    if not isinstance(entry.get("endpoint"), str) or not isinstance(ids, str) or len(ids) % ID_HEX or ids.strip("0123456789abcdef"):
+        return "it lacks its endpoint or custom_ids"
+    return None
+
+
+def _read_capped(path: Path, max_bytes: int) -> bytes:
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    with os.fdopen(os.open(path, flags), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError("not a regular file")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"over {max_bytes:,} bytes")
     return data
 
 
-def write_state(path: Path, state: Mapping[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(state, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+def check_state(path: Path, secret: bytes, max_bytes: int = DEFAULT_MAX_STATE_BYTES) -> tuple[dict[str, Any], str | None]:
+    """(the state to use: the verified entries only; why the file is not trusted as it is, None when it is)."""
+    from lmms_eval_plugins.data import parse_json
+
+    empty: dict[str, Any] = {"version": STATE_VERSION, "batches": []}
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return empty, None
+    except OSError as exc:
+        return empty, f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISLNK(st.st_mode):
+        return empty, "is a symbolic link"
+    if not stat.S_ISREG(st.st_mode):
+        return empty, "is not a regular file"
+    if st.st_size > max_bytes:
+        return empty, f"is {st.st_size:,} bytes, over the cap of {max_bytes:,} ({ENV_MAX_STATE_BYTES})"
+    try:
+        data = parse_json(_read_capped(path, max_bytes).decode("utf-8"))  # bounded: deep nesting is a named error
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return empty, f"is not readable JSON ({str(exc)[:200]})"
+    if not isinstance(data, dict) or not isinstance(data.get("batches"), list):
+        return empty, "is not a batch record"
+    if data.get("version") != STATE_VERSION:
+        return empty, (f"is a version-{str(data.get('version'))[:20]} batch record (written by an older version of the "
+                       "plugin, unsigned)")
+    kept, refused = [], []
+    for i, entry in enumerate(data["batches"]):
+        problem = entry_problem(secret, entry)
+        if problem is None:
+            kept.append(entry)
+        else:
+            refused.append(f"batches[{i}] {problem}")
+    state = {"version": STATE_VERSION, "batches": kept}
+    if refused:
+        return state, f"has {len(refused)} of {len(data['batches'])} batch(es) this user did not record here ({refused[0]})"
+    return state, None
+
+
+def read_state(path: Path, secret: bytes | None = None, max_bytes: int = DEFAULT_MAX_STATE_BYTES) -> dict[str, Any]:
+    """The state, every entry verified under ``secret`` (default: this user's judge cache secret);
+    :class:`BatchStateError` naming the file and why when it does not verify."""
+    from .cache import load_secret
+
+    state, problem = check_state(Path(path), load_secret() if secret is None else secret, max_bytes)
+    if problem is not None:
+        raise BatchStateError(f"{path} {problem}; delete it (or let score --batch set it aside) to plan its requests afresh")
+    return state
+
+
+def state_text(state: Mapping[str, Any], secret: bytes) -> str:
+    """The state file's text: every entry signed, compact JSON (no indent; strict: no NaN)."""
+    for entry in state["batches"]:
+        entry["mac"] = entry_mac(secret, entry)
+    return json.dumps(state, separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def write_state(path: Path, state: Mapping[str, Any], secret: bytes | None = None) -> str:
+    """Sign and write the state (through the one atomic writer, mode 0600); returns the text written."""
+    from lmms_eval_plugins.safe_files import write_atomic
+
+    from .cache import load_secret
+
+    text = state_text(state, load_secret() if secret is None else secret)
+    write_atomic(path, text, mode=0o600)
+    return text
+
+
+def set_aside(path: Path) -> Path:
+    """Rename an untrusted state file (or link) out of the way, never deleting it; returns its new path."""
+    from lmms_eval_plugins.safe_files import move_into_place
+
+    aside = path.with_name(f"{path.name}.untrusted-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+    return move_into_place(path, aside)
 
 
 def covered_ids(state: Mapping[str, Any], endpoint: str) -> set[str]:
     """custom_ids carried by this endpoint's batches that may still return verdicts (not yet ingested)."""
-    return {cid for e in state["batches"] if e["endpoint"] == endpoint and not e.get("ingested") for cid in e["custom_ids"]}
+    return {cid for e in state["batches"] if e["endpoint"] == endpoint and not e.get("ingested") for cid in entry_id_list(e)}
 
 
 # ---- reading a line ---------------------------------------------------------------------------------
@@ -137,24 +317,98 @@ def _namespace(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What one output line says about its request."""
+
+    verdict: Any  # the judge's Verdict, or None
+    why: str  # the redacted reply, or why there is no verdict
+    tokens: tuple[int, int, int]  # tokens in, out, cached
+    answered: bool  # the line carries a response (counted as a batch call)
+    relabelled: bool = False  # its verdict tag carries another request's nonce
+
+    @property
+    def score(self) -> float | None:
+        return None if self.verdict is None else self.verdict.score
+
+
 def line_verdict(line: OutputLine, request: BatchRequest, judge: Any, redact: Redactor,
-                 max_reply_bytes: int) -> tuple[Any, str, tuple[int, int, int]]:
-    """(verdict or None, reply text or why there is none, (tokens in, out, cached)) of one output line,
-    through the synchronous path's reader and the judge's own parser."""
+                 max_reply_bytes: int, others: Callable[[], set[str]] | None = None) -> Answer:
+    """The verdict of one output line, through the synchronous path's reader and the judge's own parser.
+    ``others()``: the verdict-tag nonces of the batch's other requests (a reply carrying one answers another request)."""
     if line.status != 200:
-        return None, line.error, (0, 0, 0)
+        return Answer(None, line.error, (0, 0, 0), line.status is not None)
     response = _namespace(line.body)
     try:
         reply, tin, tout, _ = read_completion(response)
-    except MalformedResponse as exc:
-        return None, f"malformed response: {exc}", (0, 0, 0)
-    tokens = (tin, tout, min(tin, cached_tokens(response)))
+        tokens = (tin, tout, min(tin, cached_tokens(response)))
+    except (MalformedResponse, TypeError, ValueError, AttributeError) as exc:
+        return Answer(None, f"malformed response: {str(exc)[:200]}", (0, 0, 0), True)
     if len(reply.encode("utf-8", "replace")) > max_reply_bytes:
-        return None, f"the judge reply is over {max_reply_bytes} bytes (not cached)", tokens
+        return Answer(None, f"the judge reply is over {max_reply_bytes} bytes (not cached)", tokens, True)
+    text = redact(reply)
+    item = request.judge_item()
     try:
-        return judge.parse_reply(redact(reply), request.judge_item()), redact(reply), tokens
+        return Answer(judge.parse_reply(text, item), text, tokens, True)
     except ReplyParseError as exc:
-        return None, f"unparseable reply: {exc}", tokens
+        own = verdict_nonce(item)
+        tagged = {m for m in _TAG_NONCE.findall(text) if m != own}
+        relabelled = bool(tagged and others is not None and tagged & others())
+        why = ("the line answers another request (its verdict tag carries another item's nonce)" if relabelled
+               else f"unparseable reply: {exc}")
+        return Answer(None, why, tokens, True, relabelled)
+
+
+def _api_id(value: Any, what: str) -> str:
+    """A file or batch id from the API, checked before it goes into a URL path or the state."""
+    if isinstance(value, str) and _API_ID.fullmatch(value) and ".." not in value:
+        return value
+    raise ValueError(f"the {what} {str(value)[:60]!r} is not an id")
+
+
+def _status(value: Any) -> str:
+    if isinstance(value, str) and value in STATUSES:
+        return value
+    raise ValueError(f"the batch status {str(value)[:60]!r} is not one of {', '.join(STATUSES)}")
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 10**9 else 0
+
+
+def classify(exc: BaseException) -> tuple[bool, str] | None:
+    """(transient?, what happened) for an exchange that failed; None for an exception that is not one.
+    Transient (the batch is kept for the next run): no connection, a timeout or deadline, HTTP 408/409/429/5xx.
+    Otherwise a refusal or an unreadable reply (HTTP 4xx, a redirect, a reply over its cap, wrong types, deep nesting)."""
+    import openai
+
+    from lmms_eval_plugins.bounded_http import (
+        BodyTooLarge,
+        DeadlinePassed,
+        RedirectRefused,
+    )
+
+    if isinstance(exc, DeadlinePassed):
+        return True, str(exc)
+    if isinstance(exc, openai.APITimeoutError):
+        return True, "timed out"
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, (BodyTooLarge, DeadlinePassed, RedirectRefused)):
+            return classify(cause)
+        return True, f"connection error ({type(cause).__name__ if cause else 'no connection'})"
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        body = exc.body.get("message") if isinstance(exc.body, dict) else None
+        text = f"HTTP {status}" + (f": {str(body)[:200]}" if body else "")
+        return status in (408, 409, 429) or status >= 500, text
+    if isinstance(exc, (BodyTooLarge, RedirectRefused)):
+        return False, str(exc)
+    if isinstance(exc, RecursionError):
+        return False, "an unreadable reply (JSON nested too deep)"
+    if isinstance(exc, (ValueError, TypeError, AttributeError, KeyError, IndexError)):
+        return False, f"an unreadable reply ({str(exc)[:200] or type(exc).__name__})"
+    return None
 
 
 # ---- the client side -------------------------------------------------------------------------------
@@ -165,31 +419,94 @@ class BatchClient:
 
     def __init__(self, endpoint: Endpoint, cache: VerdictCache, folder: Path, settings: BatchSettings | None = None,
                  *, log: Callable[[str], None] | None = None, client: Any = None) -> None:
-        import openai
-
         self.endpoint, self.cache, self.settings = endpoint, cache, settings or BatchSettings.from_env()
         self.state_path = folder / STATE_FILE
         self.redact = Redactor()
         self.redact.add(endpoint.api_key)
-        self.log = log or (lambda text: print(text, file=sys.stderr, flush=True))
-        self.client = client or openai.OpenAI(api_key=endpoint.api_key, base_url=endpoint.base_url, max_retries=3,
-                                              timeout=self.settings.timeout)
+        self._log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+        self._client = client  # one client for every exchange (tests); else a bounded one per exchange
         self._judges: dict[tuple[str, str], Any] = {}
+        self._saved: str | None = None  # the text last written: the state is written only when it changed
+
+    def log(self, text: str) -> None:
+        from lmms_eval_plugins.safe_text import escape_controls, redact
+
+        self._log(escape_controls(redact(text, [self.endpoint.api_key])))
+
+    def _api(self, deadline: float, max_bytes: int, retries: int = 0) -> Any:
+        if self._client is not None:
+            return self._client
+        from lmms_eval_plugins.bounded_http import openai_client
+
+        return openai_client(self.endpoint.base_url, self.endpoint.api_key, timeout=min(self.settings.timeout, deadline),
+                             deadline=deadline, max_bytes=max_bytes, max_retries=retries)
+
+    @staticmethod
+    def _within(seconds: float, until: float | None) -> tuple[float, bool]:
+        """(the deadline of an exchange, whether --batch-wait is what limits it)."""
+        if until is None or until - time.monotonic() >= seconds:
+            return seconds, False
+        return max(until - time.monotonic(), MIN_EXCHANGE_S), True
+
+    # -- the state ----------------------------------------------------------------------------------
+    def load(self, run: BatchRun | None = None) -> dict[str, Any]:
+        """The verified state; an untrusted file is set aside (renamed, never deleted) with a named warning.
+        The judge cache secret signs it: a bad secret is the cache's named ``CacheSecretError``."""
+        state, problem = check_state(self.state_path, self.cache.secret, self.settings.max_state_bytes)
+        if problem is None:
+            return state
+        try:
+            aside = set_aside(self.state_path)
+        except OSError as exc:
+            raise BatchStateError(f"{self.state_path} {problem}, and it could not be set aside ({exc}); move it away "
+                                  "and run the same command again") from None
+        kept = len(state["batches"])
+        note = (f"judge batch state not trusted: {self.state_path} {problem}; set aside as {aside.name} (kept, not "
+                f"deleted); {f'{kept} batch(es) it holds that this user recorded are resumed, ' if kept else ''}"
+                "the other requests are planned afresh")
+        self.log(note)
+        if run is not None:
+            run.notes.append(note)
+            run.state_set_aside = aside.name
+        self._saved = None
+        if kept:
+            self._save(state)
+        return state
+
+    def _save(self, state: dict[str, Any]) -> None:
+        text = state_text(state, self.cache.secret)
+        if text != self._saved:  # each poll would otherwise rewrite it unchanged
+            from lmms_eval_plugins.safe_files import write_atomic
+
+            write_atomic(self.state_path, text, mode=0o600)
+            self._saved = text
+
+    def _close(self, entry: dict[str, Any], why: str, by_id: Mapping[str, BatchRequest], run: BatchRun,
+               *, verdicts: int = 0, failed: int = 0) -> None:
+        """End a batch that cannot be used further: its requests without a verdict are submitted again next time."""
+        name = entry.get("batch_id") or f"(not created, file {entry.get('file_id') or 'not uploaded'})"
+        left = [cid for cid in entry_id_list(entry) if cid in by_id and cid not in run.failures]
+        for cid in left:
+            run.failures[cid] = f"batch {name}: {why}"
+        entry.update(ingested=True, outcome=f"failed: {why}"[:500], verdicts=verdicts, failed=failed + len(left))
+        run.outcomes[name] = f"failed: {why}"
+        run.verdicts += verdicts
 
     # -- submit ---------------------------------------------------------------------------------
     def submit(self, requests: Sequence[BatchRequest], run: BatchRun) -> dict[str, Any]:
         """Record and create batches for the requests no recorded batch carries; finish interrupted submissions."""
-        state = read_state(self.state_path)
+        state = self.load(run)
+        self._saved = self._saved or (state_text(state, self.cache.secret) if state["batches"] else None)
         host = self.endpoint.display
         covered = covered_ids(state, host)
         new = [r for r in requests if r.custom_id not in covered]
         if new:
-            lines = [request_line(r) for r in new]
-            for start, end in split_batches([len(x) for x in lines], self.settings.max_requests, self.settings.max_bytes):
-                state["batches"].append({"endpoint": host, "custom_ids": [r.custom_id for r in new[start:end]],
-                                         "lines": end - start, "bytes": sum(map(len, lines[start:end])),
+            sizes = [len(request_line(r)) for r in new]
+            for start, end in split_batches(sizes, self.settings.max_requests, self.settings.max_bytes):
+                state["batches"].append({"endpoint": host, "ids": ids_text(r.custom_id for r in new[start:end]),
+                                         "lines": end - start, "bytes": sum(sizes[start:end]),
                                          "status": "recorded", "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-            write_state(self.state_path, state)  # before any upload: a kill from here on creates no second batch
+            self._save(state)  # before any upload: a kill from here on creates no second batch
         by_id = {r.custom_id: r for r in requests}
         for entry in state["batches"]:
             if entry["endpoint"] != host or entry.get("ingested"):
@@ -200,61 +517,84 @@ class BatchClient:
             self._create(entry, by_id, state, run)
         return state
 
-    def _create(self, entry: dict[str, Any], by_id: Mapping[str, BatchRequest], state: dict[str, Any], run: BatchRun) -> None:
-        if entry.get("file_id"):  # killed between the upload and the record of the batch: was it created?
-            found = self._batch_of_file(entry["file_id"])
-            if found is not None:
-                entry.update(batch_id=found, status="created")
-                write_state(self.state_path, state)
-                run.resumed.append(found)
-                return
-        if not entry.get("file_id"):
-            missing = [cid for cid in entry["custom_ids"] if cid not in by_id]
-            lines = [request_line(by_id[cid]) for cid in entry["custom_ids"] if cid in by_id]
-            if not lines:  # every request of it has a verdict by now (another score): nothing to send
-                entry.update(ingested=True, status="not needed")
-                write_state(self.state_path, state)
-                return
-            entry["custom_ids"] = [cid for cid in entry["custom_ids"] if cid not in missing]
-            with tempfile.TemporaryDirectory(prefix="lmms-eval-plugins-batch-") as tmp:
-                path = Path(tmp) / "judge_batch.jsonl"
-                path.write_bytes(b"".join(lines))
-                entry["bytes"] = path.stat().st_size
-                with path.open("rb") as handle:
-                    uploaded = self.client.files.create(file=handle, purpose="batch")
-            entry.update(file_id=uploaded.id, status="uploaded")
-            write_state(self.state_path, state)
-        batch = self.client.batches.create(input_file_id=entry["file_id"], endpoint="/v1/chat/completions",
-                                           completion_window="24h", metadata={"created_by": "lmms-eval-plugins score --batch"})
-        entry.update(batch_id=batch.id, status=str(batch.status))
-        write_state(self.state_path, state)
-        run.submitted.append(batch.id)
-
-    def _batch_of_file(self, file_id: str) -> str | None:
+    def _create(self, entry: dict[str, Any], by_id: Mapping[str, BatchRequest], state: dict[str, Any], run: BatchRun,
+                *, again: bool = True) -> None:
+        api = self._api(self.settings.timeout, CONTROL_MAX_BYTES, retries=2)
+        recorded_file = bool(entry.get("file_id"))
         try:
-            for batch in self.client.batches.list(limit=100):
+            if recorded_file:  # killed between the upload and the record of the batch: was it created?
+                found = self._batch_of_file(api, entry["file_id"])
+                if found is not None:
+                    entry.update(batch_id=found, status="created")
+                    self._save(state)
+                    run.resumed.append(found)
+                    return
+            else:
+                ids = [cid for cid in entry_id_list(entry) if cid in by_id]
+                if not ids:  # every request of it has a verdict by now (another score): nothing to send
+                    entry.update(ingested=True, status="not needed")
+                    self._save(state)
+                    return
+                data = b"".join(request_line(by_id[cid]) for cid in ids)  # from memory: no temporary file
+                entry.update(ids=ids_text(ids), lines=len(ids), bytes=len(data))
+                uploaded = api.files.create(file=("judge_batch.jsonl", data), purpose="batch")
+                entry.update(file_id=_api_id(uploaded.id, "file id"), status="uploaded")
+                self._save(state)
+            batch = api.batches.create(input_file_id=entry["file_id"], endpoint="/v1/chat/completions",
+                                       completion_window="24h", metadata={"created_by": "lmms-eval-plugins score --batch"})
+            entry.update(batch_id=_api_id(batch.id, "batch id"), status=_status(batch.status))
+        except Exception as exc:  # classified: a named outcome, never a traceback
+            failure = classify(exc)
+            if failure is None:
+                raise
+            transient, why = failure
+            if transient:
+                raise BatchUnreachable(f"could not reach {self.endpoint.display} while submitting a judge batch ({why}); "
+                                       f"what was recorded is kept in {self.state_path}: run the same command again") from None
+            if recorded_file and again:  # a recorded input file the endpoint does not know (another key, expired)
+                self.log(f"judge batch: the recorded input file {entry['file_id']} was refused by {self.endpoint.display} "
+                         f"({why}); uploading its requests again")
+                for name in ("file_id", "batch_id"):
+                    entry.pop(name, None)
+                entry["status"] = "recorded"
+                self._save(state)
+                self._create(entry, by_id, state, run, again=False)
+                return
+            self._close(entry, f"refused by {self.endpoint.display} while submitting ({why}); its requests are "
+                               "submitted again by the next score --batch", by_id, run)
+            self._save(state)
+            return
+        self._save(state)
+        run.submitted.append(entry["batch_id"])
+
+    def _batch_of_file(self, api: Any, file_id: str) -> str | None:
+        try:  # the first page only (100 most recent batches): a listing that never ends is not followed
+            for batch in list(api.batches.list(limit=100).data)[:100]:
                 if getattr(batch, "input_file_id", None) == file_id:
-                    return str(batch.id)
+                    return _api_id(batch.id, "batch id")
         except Exception:  # noqa: BLE001 - a server without listing: create it (at worst one duplicate)
             return None
         return None
 
     # -- poll and ingest ---------------------------------------------------------------------------
     def collect(self, requests: Sequence[BatchRequest], state: dict[str, Any], run: BatchRun, wait_s: float | None) -> None:
-        """Poll until every batch of this endpoint is final (or ``wait_s`` passes), ingesting each as it ends."""
+        """Poll until every batch of this endpoint is final (or ``wait_s`` passes: every exchange, downloads
+        included, ends by then), ingesting each as it ends."""
         by_id = {r.custom_id: r for r in requests}
         host = self.endpoint.display
-        started, shown = time.monotonic(), ""
+        started, shown, first = time.monotonic(), "", True
+        until = None if wait_s is None else started + wait_s
         while True:
             active = [e for e in state["batches"] if e["endpoint"] == host and e.get("batch_id") and not e.get("ingested")]
             for entry in active:
-                batch = self.client.batches.retrieve(entry["batch_id"])
-                entry["status"] = str(batch.status)
-                counts = getattr(batch, "request_counts", None)
-                entry["done_requests"] = int(getattr(counts, "completed", 0) or 0) + int(getattr(counts, "failed", 0) or 0)
-                if entry["status"] in TERMINAL:
-                    self._ingest(entry, batch, by_id, run)
-                write_state(self.state_path, state)
+                if not first and until is not None and time.monotonic() >= until:
+                    break
+                if self._poll(entry, by_id, run, until) == "unreachable":
+                    self._save(state)
+                    run.waiting = [e["batch_id"] for e in active if not e.get("ingested")]
+                    return
+                self._save(state)
+            first = False
             active = [e for e in active if not e.get("ingested")]
             line = progress_line(state, host)
             if line != shown:
@@ -262,63 +602,200 @@ class BatchClient:
                 shown = line
             if not active:
                 return
-            if wait_s is not None and time.monotonic() - started >= wait_s:
+            if until is not None and time.monotonic() >= until:
                 run.waiting = [e["batch_id"] for e in active]
                 return
-            time.sleep(self.settings.poll_s if wait_s is None else max(0.0, min(self.settings.poll_s, wait_s - (time.monotonic() - started))))
+            time.sleep(self.settings.poll_s if until is None else max(0.0, min(self.settings.poll_s, until - time.monotonic())))
 
-    def _ingest(self, entry: dict[str, Any], batch: Any, by_id: Mapping[str, BatchRequest], run: BatchRun) -> None:
-        lines: list[OutputLine] = []
+    def _poll(self, entry: dict[str, Any], by_id: Mapping[str, BatchRequest], run: BatchRun, until: float | None) -> str:
+        """Poll one batch and ingest it when final: "polled", "ingested", "waiting" or "unreachable"."""
+        deadline, _ = self._within(self.settings.timeout, until)
+        try:
+            batch = self._api(deadline, CONTROL_MAX_BYTES).batches.retrieve(entry["batch_id"])
+            status = _status(getattr(batch, "status", None))
+            counts = getattr(batch, "request_counts", None)
+            done = _count(getattr(counts, "completed", 0)) + _count(getattr(counts, "failed", 0))
+        except Exception as exc:  # classified: a named outcome, never a traceback
+            failure = classify(exc)
+            if failure is None:
+                raise
+            transient, why = failure
+            if transient:
+                note = (f"judge batch {entry['batch_id']}: could not poll it at {self.endpoint.display} ({why}); it is kept "
+                        "in judge_batches.json: run the same command again")
+                self.log(note)
+                run.notes.append(note)
+                return "unreachable"
+            self._close(entry, f"could not be polled at {self.endpoint.display} ({why}): forgotten (a batch of another key "
+                               "or account, or gone); its requests are submitted again by the next score --batch", by_id, run)
+            self.log(f"judge batch {entry['batch_id']}: {entry['outcome']}")
+            return "ingested"
+        entry["status"], entry["done_requests"] = status, done
+        if status not in TERMINAL:
+            return "polled"
+        return self._ingest(entry, batch, by_id, run, until)
+
+    def _lines(self, file_id: str, until: float | None) -> Iterator[tuple[int, bytes | None]]:
+        """(line number, line) of one output or error file, streamed under its cap and deadline, never held
+        whole; a line over ``max_line_bytes`` is (number, None), its bytes dropped as they come."""
+        from lmms_eval_plugins.bounded_http import DeadlinePassed
+
+        deadline, limited = self._within(self.settings.download_deadline, until)
+        limit, buf, over, number = self.settings.max_line_bytes, bytearray(), False, 0
+        began = time.monotonic()
+        try:
+            with self._api(deadline, self.settings.max_output_bytes).files.with_streaming_response.content(file_id) as response:
+                for chunk in response.iter_bytes(65536):
+                    start = 0
+                    while True:
+                        cut = chunk.find(b"\n", start)
+                        piece = chunk[start:] if cut < 0 else chunk[start:cut]
+                        if not over and len(buf) + len(piece) > limit:
+                            over = True
+                            buf.clear()
+                        elif not over:
+                            buf += piece
+                        if cut < 0:
+                            break
+                        number += 1
+                        yield number, None if over else bytes(buf)
+                        buf.clear()
+                        over, start = False, cut + 1
+                if time.monotonic() - began >= deadline:  # a body without a length, cut at the deadline, ends like a whole one
+                    raise DeadlinePassed(deadline, 0, self.endpoint.display)
+                if buf or over:
+                    yield number + 1, None if over else bytes(buf)
+        except DeadlinePassed:
+            if limited:
+                raise _OutOfWait from None
+            raise
+
+    def _ingest(self, entry: dict[str, Any], batch: Any, by_id: Mapping[str, BatchRequest], run: BatchRun,
+                until: float | None) -> str:
+        ids = entry_ids(entry)
+        answers: dict[str, Answer] = {}
+        conflicting: set[str] = set()
+        counts = {"unknown_lines": 0, "duplicate_lines": 0, "unreadable_lines": 0}
+        nonces: set[str] | None = None
+
+        def others() -> set[str]:
+            nonlocal nonces
+            if nonces is None:
+                nonces = {verdict_nonce(by_id[cid].judge_item()) for cid in ids if cid in by_id}
+            return nonces
+
+        problem = None
         for attr in ("output_file_id", "error_file_id"):
-            file_id = getattr(batch, attr, None)
-            if not file_id:
-                continue
-            text = self.client.files.content(file_id).text
-            for number, raw in enumerate(text.splitlines(), 1):
-                if raw.strip():
-                    try:
-                        lines.append(read_output_line(raw))
-                    except (ValueError, TypeError) as exc:
-                        self.log(f"judge batch {entry['batch_id']}: {attr} line {number} is not a batch line ({exc}); skipped")
-        returned = set()
+            try:
+                file_id = getattr(batch, attr, None)
+                if file_id is None:
+                    continue
+                file_id = _api_id(file_id, attr.replace("_", " "))
+                for number, raw in self._lines(file_id, until):
+                    self._take(entry, attr, number, raw, ids, by_id, answers, conflicting, counts, others)
+            except _OutOfWait:
+                return "waiting"  # nothing stored: read again whole by the next poll
+            except Exception as exc:  # classified: a named outcome, never a traceback
+                failure = classify(exc)
+                if failure is None:
+                    raise
+                transient, why = failure
+                if transient and "deadline" not in why:
+                    run.notes.append(f"judge batch {entry['batch_id']}: could not download its {attr.replace('_', ' ')} "
+                                     f"({why}); it is kept: run the same command again")
+                    self.log(run.notes[-1])
+                    return "unreachable"
+                fix = (f"raise {ENV_DOWNLOAD_DEADLINE}" if transient else
+                       f"raise {ENV_MAX_OUTPUT_BYTES}" if "cap" in why else "check the endpoint")
+                problem = (f"its {attr.replace('_', ' ')} could not be read whole ({why}); the verdicts read before are "
+                           f"kept, its other requests are submitted again by the next score --batch ({fix} to read it all)")
+                break
+        relabelled = sum(1 for a in answers.values() if a.relabelled)
         verdicts = failed = 0
-        for line in lines:
-            request = by_id.get(line.custom_id)
-            if request is None or line.custom_id not in entry["custom_ids"] or line.custom_id in returned:
-                continue  # not this batch's request, or already has a verdict: never trusted
-            returned.add(line.custom_id)
+        for cid, answer in answers.items():
+            request = by_id[cid]
             judge = self._judge(request)
             if judge is None:
-                run.failures[line.custom_id] = f"judge {request.judge} is not version {request.version} any more"
+                run.failures[cid] = f"judge {request.judge} is not version {request.version} any more"
                 failed += 1
                 continue
-            verdict, reply, (tin, tout, cached) = line_verdict(line, request, judge, self.redact, self.settings.max_reply_bytes)
-            run.accounting.bump(judge, request.model, batch_calls=1 if line.status is not None else 0, tokens_in=tin,
+            tin, tout, cached = answer.tokens
+            run.accounting.bump(judge, request.model, batch_calls=1 if answer.answered else 0, tokens_in=tin,
                                 tokens_out=tout, cached_tokens=cached, batch_tokens_in=tin, batch_cached_tokens=cached,
                                 batch_tokens_out=tout)
-            if verdict is None:
-                run.failures[line.custom_id] = reply
+            why = ("the batch returned conflicting lines for this request: a judge error, nothing cached" if cid in conflicting
+                   else f"not trusted: batch {entry['batch_id']} returned {relabelled} line(s) that answer other requests"
+                   if relabelled and answer.verdict is not None else None if answer.verdict is not None else answer.why)
+            if why is not None:
+                run.failures[cid] = why
                 run.accounting.bump(judge, request.model, batch_failed=1)
                 failed += 1
                 continue
-            detail = {k: self.redact(v) for k, v in verdict.detail.items()}
+            detail = {k: self.redact(v) for k, v in answer.verdict.detail.items()}
             self.cache.put(request.key, judge=request.judge, version=request.version, model=request.model,
-                           endpoint=request.endpoint, score=verdict.score, detail=detail, reply=reply,
+                           endpoint=request.endpoint, score=answer.verdict.score, detail=detail, reply=answer.why,
                            tokens_in=tin, tokens_out=tout)
             verdicts += 1
-        unanswered = [cid for cid in entry["custom_ids"] if cid not in returned and cid in by_id]
+        status = entry["status"]
+        unanswered = [cid for cid in ids if cid not in answers and cid in by_id]
         for cid in unanswered:
-            run.failures[cid] = f"the batch {entry['batch_id']} ended {entry['status']} without answering it"
+            run.failures[cid] = f"the batch {entry['batch_id']} ended {status} without answering it"
             request = by_id[cid]
             judge = self._judge(request)
             if judge is not None:
                 run.accounting.bump(judge, request.model, batch_failed=1)
-        errors = getattr(getattr(batch, "errors", None), "data", None) or []
-        entry.update(ingested=True, outcome=OUTCOMES.get(entry["status"], entry["status"]), verdicts=verdicts,
-                     failed=failed + len(unanswered),
-                     errors=[self.redact(f"{getattr(e, 'code', '')}: {getattr(e, 'message', '')}")[:300] for e in errors][:5])
-        run.outcomes[entry["batch_id"]] = entry["status"]
+        data = getattr(getattr(batch, "errors", None), "data", None)
+        errors = [self.redact(f"{str(getattr(e, 'code', ''))[:60]}: {str(getattr(e, 'message', ''))[:200]}")[:300]
+                  for e in (data if isinstance(data, list) else [])[:5]]
+        outcome = OUTCOMES.get(status, status)
+        if relabelled:
+            outcome = (f"not trusted: {relabelled} line(s) answer other requests (their verdict tags carry another item's "
+                       "nonce), so none of its verdicts were kept; check the endpoint")
+        if problem:
+            outcome = f"failed: {problem}"
+        entry.update(ingested=True, outcome=outcome, verdicts=verdicts, failed=failed + len(unanswered), errors=errors, **counts)
+        run.conflicting += len(conflicting)
+        run.relabelled += relabelled
+        for name, value in counts.items():
+            setattr(run, name, getattr(run, name) + value)
+        run.outcomes[entry["batch_id"]] = status if outcome == OUTCOMES.get(status, status) else outcome
         run.verdicts += verdicts
+        return "ingested"
+
+    def _take(self, entry: dict[str, Any], attr: str, number: int, raw: bytes | None, ids: set[str],
+              by_id: Mapping[str, BatchRequest], answers: dict[str, Answer], conflicting: set[str],
+              counts: dict[str, int], others: Callable[[], set[str]]) -> None:
+        """Read one output line into ``answers`` (the first line of each request; a later one that disagrees
+        makes the request conflicting)."""
+        where = f"judge batch {entry['batch_id']}: {attr.replace('_', ' ')} line {number}"
+        if raw is None:
+            counts["unreadable_lines"] += 1
+            self.log(f"{where} is over {self.settings.max_line_bytes} bytes; skipped")
+            return
+        if not raw.strip():
+            return
+        try:
+            line = read_output_line(raw)
+        except (ValueError, TypeError) as exc:
+            counts["unreadable_lines"] += 1
+            self.log(f"{where} is not a batch line ({str(exc)[:200]}); skipped")
+            return
+        if line.custom_id not in ids:  # not one of this batch's requests: never trusted
+            counts["unknown_lines"] += 1
+            return
+        request = by_id.get(line.custom_id)
+        if request is None:  # this batch's, but its verdict is no longer pending here (another score stored it)
+            return
+        judge = self._judge(request)
+        answer = (line_verdict(line, request, judge, self.redact, self.settings.max_reply_bytes, others) if judge is not None
+                  else Answer(None, "judge not available", (0, 0, 0), line.status is not None))
+        first = answers.get(line.custom_id)
+        if first is None:
+            answers[line.custom_id] = answer
+            return
+        counts["duplicate_lines"] += 1
+        if first.score != answer.score:
+            conflicting.add(line.custom_id)
 
     def _judge(self, request: BatchRequest) -> Any:
         key = (request.judge, json.dumps(request.sampling, sort_keys=True))
@@ -336,9 +813,9 @@ class BatchClient:
 def progress_line(state: Mapping[str, Any], host: str) -> str:
     """'judge batches: 1/3 final, 5210/10000 requests done; batch_2 in_progress, ...'."""
     entries = [e for e in state["batches"] if e["endpoint"] == host and e.get("batch_id")]
-    final = [e for e in entries if e.get("status") in TERMINAL]
-    total = sum(len(e["custom_ids"]) for e in entries)
-    answered = sum(min(len(e["custom_ids"]), int(e.get("done_requests") or 0)) for e in entries)
+    final = [e for e in entries if e.get("status") in TERMINAL or e.get("ingested")]
+    total = sum(entry_count(e) for e in entries)
+    answered = sum(min(entry_count(e), int(e.get("done_requests") or 0)) for e in entries)
     pending = ", ".join(f"{e['batch_id']} {e.get('status')}" for e in entries if e not in final)
     head = f"judge batches: {len(final)}/{len(entries)} final, {answered}/{total} requests done (answered or failed)"
     return head + (f"; {pending}" if pending else "")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -28,6 +29,8 @@ ENV_CACHE_ONLY = "LMMS_EVAL_PLUGINS_JUDGE_BATCH_CACHE_ONLY"  # set by `score --b
 COLLECTED = "pending: collected for a Batch API request (not scored in this replay)"
 CHAT_URL = "/v1/chat/completions"
 ID_PREFIX = "lep-"  # custom_id = prefix + the first 48 hex digits of the request's cache key
+ID_HEX = 48
+_CUSTOM_ID = re.compile(r"lep-[0-9a-f]{48}")
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,9 @@ class BatchRequest:
 
     @classmethod
     def from_json(cls, text: str) -> BatchRequest:
-        data = json.loads(text)
+        from lmms_eval_plugins.data import parse_json
+
+        data = parse_json(text)
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
             raise ValueError("not a collected batch request")
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
@@ -66,7 +71,12 @@ class BatchRequest:
 
 def custom_id(key: str) -> str:
     """The batch line id of a request: stable across runs (a function of the cache key alone)."""
-    return ID_PREFIX + key[:48]
+    return ID_PREFIX + key[:ID_HEX]
+
+
+def is_custom_id(value: Any) -> bool:
+    """``value`` has the form of a custom_id this plugin makes (anything else in an output file is unknown)."""
+    return isinstance(value, str) and _CUSTOM_ID.fullmatch(value) is not None
 
 
 def item_fields(item: JudgeItem) -> dict[str, Any]:
@@ -109,12 +119,18 @@ class OutputLine:
     error: str  # why the line has no usable response ("" when it has one)
 
 
-def read_output_line(text: str) -> OutputLine:
-    """A batch output/error line; ValueError when it is not one (the caller names the file and line)."""
-    data = json.loads(text)
+def read_output_line(text: str | bytes) -> OutputLine:
+    """A batch output/error line, read with the bounded JSON parser (``data.parse_json``: no RecursionError
+    for deep nesting); ValueError when it is not one (the caller names the file and line). A custom_id
+    that is not of this plugin's form is kept as given (the caller counts it as unknown), cut to 80 characters."""
+    from lmms_eval_plugins.data import parse_json
+
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")  # UnicodeDecodeError is a ValueError
+    data = parse_json(text)
     if not isinstance(data, dict) or not isinstance(data.get("custom_id"), str):
         raise ValueError("no custom_id")
-    cid = data["custom_id"]
+    cid = data["custom_id"][:80]
     response, error = data.get("response"), data.get("error")
     if isinstance(response, dict):
         status = response.get("status_code")
@@ -122,7 +138,7 @@ def read_output_line(text: str) -> OutputLine:
         body = response.get("body")
         if status == 200 and isinstance(body, dict):
             return OutputLine(cid, 200, body, "")
-        message = body.get("error", {}).get("message") if isinstance(body, dict) and isinstance(body.get("error"), dict) else None
+        message = body["error"].get("message") if isinstance(body, dict) and isinstance(body.get("error"), dict) else None
         return OutputLine(cid, status, None, f"HTTP {status}: {str(message or 'no usable body')[:200]}")
     if isinstance(error, dict):
         return OutputLine(cid, None, None, f"{str(error.get('code') or 'error')[:60]}: {str(error.get('message') or '')[:200]}")
@@ -153,9 +169,11 @@ def mode(env: Mapping[str, str] | None = None) -> tuple[str, str] | None:
 
 
 def collect(path: str | os.PathLike[str], requests: Iterable[BatchRequest]) -> int:
-    """Append requests to the collect file (one JSON line each); how many were written."""
+    """Append requests to the collect file (one JSON line each; never through a link); how many were written."""
+    from lmms_eval_plugins.safe_files import open_append
+
     lines = [r.to_json() + "\n" for r in requests]
-    with _collect_lock, Path(path).open("a", encoding="utf-8") as out:
+    with _collect_lock, open_append(path) as out:
         out.writelines(lines)
     return len(lines)
 

@@ -35,6 +35,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 from loguru import logger
 
+from lmms_eval_plugins.safe_files import (
+    make_private,
+    move_into_place,
+    write_atomic,
+    write_new,
+)
+
 from .base import Judge, JudgeItem, ReplyParseError
 
 ENV_CACHE = "LMMS_EVAL_PLUGINS_JUDGE_CACHE"
@@ -102,42 +109,84 @@ def secret_path(env: Mapping[str, str] | None = None) -> Path:
     return Path(value).expanduser() if value else cache_root() / SECRET_FILE
 
 
-def _read_secret(path: Path) -> bytes:
-    try:
-        mode = os.stat(path).st_mode
-        if mode & 0o077:  # readable by others: anyone who can read it can forge rows
-            os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
-            logger.warning(f"judge cache secret {path} was readable by other users; set its mode to 0600")
-        text = path.read_text(encoding="ascii").strip()
-        secret = bytes.fromhex(text)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+_SECRET_MAX_BYTES = 4096  # a secret file is 65 bytes of hex; anything much bigger is not one
+
+
+def _check_secret_file(path: Path) -> tuple[bytes, os.stat_result]:
+    """The secret in ``path`` and its stat, checked before anything is changed: a regular file (not a
+    link, folder or FIFO) owned by this user, holding at least 16 bytes as hex.  Else CacheSecretError."""
+    try:  # read-only, never through a link, never blocking on a FIFO
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        what = "a symbolic link" if os.path.islink(path) else f"unreadable ({exc.strerror or exc})"
         raise CacheSecretError(
-            f"the judge cache secret {path} is unreadable ({exc}); delete it to make a new one (the cached verdicts "
-            "are then asked again)"
+            f"the judge cache secret {path} is {what}; give the secret file itself (a regular file of yours, "
+            f"mode 0600) with --secret or {ENV_CACHE_SECRET}"
+        ) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise CacheSecretError(
+                f"the judge cache secret {path} is not a regular file (a folder or a device); nothing was changed. "
+                f"Give the secret file itself with --secret or {ENV_CACHE_SECRET}"
+            )
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            raise CacheSecretError(
+                f"the judge cache secret {path} belongs to another user (uid {st.st_uid}), who could forge cache rows; "
+                "copy it to a file of your own, mode 0600"
+            )
+        data = os.read(fd, _SECRET_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        if len(data) > _SECRET_MAX_BYTES:
+            raise ValueError(f"it holds more than {_SECRET_MAX_BYTES} bytes")
+        secret = bytes.fromhex(data.decode("ascii").strip())
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CacheSecretError(
+            f"the judge cache secret {path} does not hold a secret ({exc}); if it is this machine's secret, delete it "
+            "to make a new one (the cached verdicts are then asked again)"
         ) from None
     if len(secret) < 16:
         raise CacheSecretError(f"the judge cache secret {path} holds {len(secret)} bytes, fewer than 16; delete it to make a new one")
-    return secret
+    return secret, st
+
+
+def _read_secret(path: Path, *, own: bool = True) -> bytes:
+    """The secret in ``path``, checked first (see :func:`_check_secret_file`).
+
+    One readable by other users may have been read, and rows signed under it forged: this user's own
+    secret (``own``) is replaced by a new one (so the rows signed under the old one are asked again);
+    another machine's secret (``judge-cache merge --secret``) is refused, changing nothing."""
+    secret, st = _check_secret_file(path)
+    if not stat.S_IMODE(st.st_mode) & 0o077:
+        return secret
+    if not own:
+        raise CacheSecretError(
+            f"the judge cache secret {path} is readable by other users (mode {stat.S_IMODE(st.st_mode):04o}), who could "
+            f"have signed rows with it; nothing was merged. If nobody else could read it, `chmod 600 {path}` and merge again"
+        )
+    try:
+        write_atomic(path, secrets.token_hex(32) + "\n", mode=0o600, encoding="ascii")
+    except OSError as exc:
+        raise CacheSecretError(f"the judge cache secret {path} is readable by other users and could not be replaced ({exc})") from None
+    logger.warning(
+        f"judge cache secret {path} was readable by other users (mode {stat.S_IMODE(st.st_mode):04o}), so anyone could "
+        "have forged cache rows with it: made a new secret (mode 0600); the verdicts signed under the old one are asked again"
+    )
+    return _check_secret_file(path)[0]
 
 
 def load_secret(path: Path | None = None, *, create: bool = True) -> bytes:
     """The secret in ``path`` (default :func:`secret_path`), created (32 random bytes, hex, mode 0600)
-    when missing and ``create``.  Creation is atomic: concurrent processes end up with one secret."""
+    when missing and ``create``.  Creation is atomic: concurrent processes end up with one secret.
+    ``create=False`` reads another machine's secret (``judge-cache merge --secret``): never changed."""
     path = secret_path() if path is None else Path(path)
-    if path.exists() or not create:
-        return _read_secret(path)
+    if os.path.lexists(path) or not create:
+        return _read_secret(path, own=create)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            handle.write(secrets.token_hex(32) + "\n")
-        try:
-            os.link(tmp, path)  # fails if another process made it first: then theirs is used
-        except FileExistsError:
-            pass
-        finally:
-            os.unlink(tmp)
+        write_new(path, secrets.token_hex(32) + "\n", mode=0o600, encoding="ascii")  # False: another process won
     except OSError as exc:
         raise CacheSecretError(f"could not create the judge cache secret {path} ({exc})") from None
     return _read_secret(path)
@@ -315,6 +364,11 @@ class VerdictCache:
         return conn
 
     def _open(self) -> sqlite3.Connection:
+        # verdicts are private: the database (made here before SQLite creates it, so never through a link)
+        # and its -wal/-shm, which SQLite creates with the database's mode, are 0600
+        make_private(self.path)
+        for suffix in ("-wal", "-shm"):
+            make_private(f"{self.path}{suffix}", create=False)
         conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
         try:
             conn.execute("PRAGMA busy_timeout=60000")
@@ -346,12 +400,12 @@ class VerdictCache:
             return
         aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
         try:
-            os.replace(self.path, aside)
+            move_into_place(self.path, aside)
         except OSError as move_exc:
             raise CorruptCacheError(f"the judge cache {self.path} is damaged ({exc}) and could not be moved aside ({move_exc})") from exc
         for suffix in ("-wal", "-shm"):
             try:
-                os.replace(f"{self.path}{suffix}", f"{aside}{suffix}")
+                move_into_place(f"{self.path}{suffix}", f"{aside}{suffix}")
             except OSError:
                 pass
         logger.warning(
@@ -528,27 +582,93 @@ class VerdictCache:
 # ---- merging caches from other machines --------------------------------------------------------
 
 
+ENV_MAX_REPLY_BYTES = "LMMS_EVAL_PLUGINS_JUDGE_MAX_REPLY_BYTES"  # the judge runtime's reply cap (runtime.py)
+_SHORT_COLUMN_BYTES = 4096  # key, judge, version, model, endpoint, mac: short names and hashes
+_SQLITE_MAX_VALUE = 16 * 1024 * 1024  # SQLite refuses to make any value bigger while reading a merged file
+_MERGE_BATCH = 500
+
+
+def merge_column_caps(env: Mapping[str, str] | None = None) -> dict[str, int]:
+    """The most bytes each text column of a merged row may hold: ``reply`` and ``detail`` twice the
+    judge reply cap (a reply over it is never cached; redaction markers can lengthen one), others 4 KiB."""
+    env = os.environ if env is None else env
+    try:
+        reply_cap = max(1, int(env.get(ENV_MAX_REPLY_BYTES, "") or 65536))
+    except ValueError:
+        reply_cap = 65536
+    caps = dict.fromkeys(("key", "judge", "judge_version", "model", "endpoint", "mac"), _SHORT_COLUMN_BYTES)
+    caps.update(reply=2 * reply_cap, detail=2 * reply_cap)
+    caps.update(dict.fromkeys(("score", "tokens_in", "tokens_out"), 64))  # numbers (a hostile file may store text)
+    return caps
+
+
+def _open_merge_source(path: Path) -> sqlite3.Connection:
+    """``path`` opened read-only, refused (CorruptCacheError) unless it is a plain verdict table: a view,
+    trigger, virtual table or generated column computes rows or values when read, so a small file
+    could make them any size."""
+    from urllib.request import pathname2url
+
+    conn = sqlite3.connect(f"file:{pathname2url(str(path))}?mode=ro", uri=True, timeout=60.0)
+    try:
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, _SQLITE_MAX_VALUE)
+        conn.execute("PRAGMA trusted_schema=OFF")
+        conn.execute("PRAGMA query_only=ON")
+        objects = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+        odd = [f"{kind} {name!r}" for kind, name, table, sql in objects
+               if not (kind == "table" and not str(sql or "").lstrip().upper().startswith("CREATE VIRTUAL"))
+               and not (kind == "index" and sql is None)]  # an index SQLite made for a UNIQUE / PRIMARY KEY
+        if odd:
+            raise CorruptCacheError(
+                f"{path} is not a plain judge cache: it holds {', '.join(odd[:5])}{' ...' if len(odd) > 5 else ''} "
+                "(views, triggers, virtual tables and expression indexes compute data when read); nothing was merged"
+            )
+        if not any(kind == "table" and name == "verdicts" for kind, name, _, _ in objects):
+            raise CorruptCacheError(f"{path} is not a judge cache (it has no verdicts table)")
+        columns = conn.execute("PRAGMA table_xinfo(verdicts)").fetchall()
+        generated = [str(c[1]) for c in columns if c[6] not in (0, 1)]  # hidden 2/3: a generated column
+        if generated:
+            raise CorruptCacheError(
+                f"{path} is not a plain judge cache: its column(s) {', '.join(generated)} are computed when read; nothing was merged"
+            )
+        missing = [c for c in (*_COLUMNS, "mac") if c not in {str(col[1]) for col in columns}]
+        if missing:
+            raise CorruptCacheError(f"{path} is not a signed judge cache (its verdicts table lacks {', '.join(missing)})")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 def merge_cache(source: str | os.PathLike[str], into: VerdictCache, source_secret: bytes) -> dict[str, int]:
     """Copy the rows of the cache file ``source`` into ``into``, re-signed with ``into``'s secret.
 
-    A row is copied only when it passes :func:`validate_row` and its HMAC holds under
-    ``source_secret`` (the secret of the machine that wrote it); rows already in ``into`` are kept.
-    Returns the counts ``merged``, ``present``, ``bad_mac`` and ``invalid``."""
-    counts = {"merged": 0, "present": 0, "bad_mac": 0, "invalid": 0}
+    ``source`` is hostile until checked: it must be a plain verdict table (:func:`_open_merge_source`),
+    rows are read as a stream, and a row with a column over :func:`merge_column_caps` is dropped
+    (counted as ``oversized``) by SQL before it is fetched.  A row is copied only when it passes
+    :func:`validate_row` and its HMAC holds under ``source_secret`` (the secret of the machine that
+    wrote it); rows already in ``into`` are kept.  Returns the counts ``merged``, ``present``,
+    ``bad_mac``, ``invalid`` and ``oversized``."""
+    counts = {"merged": 0, "present": 0, "bad_mac": 0, "invalid": 0, "oversized": 0}
     path = Path(source).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"no judge cache at {path}")
-    conn = sqlite3.connect(str(path), timeout=60.0)
+    caps = merge_column_caps()
+    # octet length of the stored value (a BLOB's length is in its header; TEXT is bounded by the file)
+    fits = " AND ".join(f"coalesce(length(CAST({name} AS BLOB)), 0) <= {cap}" for name, cap in caps.items())
+    conn = _open_merge_source(path)
     try:
-        present = {row[1] for row in conn.execute("PRAGMA table_info(verdicts)")}
-        missing = [c for c in (*_COLUMNS, "mac") if c not in present]
-        if missing:
-            raise CorruptCacheError(f"{path} is not a signed judge cache (its verdicts table lacks {', '.join(missing)})")
-        rows = conn.execute(f"SELECT {', '.join(_COLUMNS)}, mac FROM verdicts").fetchall()
+        counts["oversized"] = int(conn.execute(f"SELECT COUNT(*) FROM verdicts WHERE NOT ({fits})").fetchone()[0])
+        cur = conn.execute(f"SELECT {', '.join(_COLUMNS)}, mac FROM verdicts WHERE {fits}")
+        while batch := cur.fetchmany(_MERGE_BATCH):
+            _merge_batch(batch, into, source_secret, counts)
     finally:
         conn.close()
-    existing = set(into.get_many((row[0] for row in rows), rejected={}))  # valid, signed rows of the destination
-    for values in rows:
+    return counts
+
+
+def _merge_batch(batch: Sequence[Sequence[Any]], into: VerdictCache, source_secret: bytes, counts: dict[str, int]) -> None:
+    existing = set(into.get_many((row[0] for row in batch), rejected={}))  # valid, signed rows of the destination
+    for values in batch:
         raw = dict(zip((*_COLUMNS, "mac"), values))
         try:
             row = validate_row(raw)
@@ -565,8 +685,8 @@ def merge_cache(source: str | os.PathLike[str], into: VerdictCache, source_secre
             raw["key"], judge=row["judge"], version=row["version"], model=row["model"], endpoint=row["endpoint"],
             score=row["score"], detail=row["detail"], reply=row["reply"], tokens_in=row["tokens_in"], tokens_out=row["tokens_out"],
         )
+        existing.add(raw["key"])
         counts["merged"] += 1
-    return counts
 
 
 def cli_main(argv: Sequence[str] | None = None) -> int:
@@ -598,5 +718,7 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     print(
         f"merged {counts['merged']} verdict(s) from {args.source} into {into.path}; {counts['present']} already present; "
         f"dropped {counts['bad_mac']} whose HMAC does not match under the source's secret and {counts['invalid']} invalid"
+        + (f"; dropped {counts['oversized']} with a column over the size cap (reply/detail over twice "
+           f"{ENV_MAX_REPLY_BYTES}, other columns over {_SHORT_COLUMN_BYTES} bytes)" if counts["oversized"] else "")
     )
     return 0

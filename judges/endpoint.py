@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
+from lmms_eval_plugins.safe_text import is_credential_name
+
 from .base import JudgeConfigError
 from .cache import sanitise_endpoint
 
@@ -85,13 +87,6 @@ def _set(env: Mapping[str, str], name: str) -> str:
     return (env.get(name) or "").strip()
 
 
-# Query parameters that carry a credential (compared lower-case, with "-" read as "_").
-_CREDENTIAL_PARAMS = frozenset((
-    "key", "api_key", "apikey", "token", "access_token", "auth", "auth_token", "secret", "client_secret",
-    "password", "pass", "sig", "signature", "code",
-))
-
-
 def credential_query_params(url: str, key: str | None = None) -> list[str]:
     """Names of the query parameters of ``url`` that look like credentials, or whose value is ``key``."""
     try:
@@ -100,8 +95,8 @@ def credential_query_params(url: str, key: str | None = None) -> list[str]:
         query = url.partition("?")[2]
     found = []
     for name, value in parse_qsl(query, keep_blank_values=True):
-        norm = name.strip().lower().replace("-", "_")
-        if norm in _CREDENTIAL_PARAMS or norm.endswith(("_key", "_token", "_secret")) or (key and len(key) >= 4 and key in value):
+        # the one list of credential names (safe_text): the redactor hides what this refuses
+        if is_credential_name(name) or (key and len(key) >= 4 and key in value):
             found.append(name)
     return found
 

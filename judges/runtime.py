@@ -36,6 +36,10 @@ from typing import Any
 
 from loguru import logger
 
+from lmms_eval_plugins.bounded_http import BodyTooLarge, DeadlinePassed, RedirectRefused, openai_client
+from lmms_eval_plugins.safe_files import write_atomic
+from lmms_eval_plugins.settings import BadSetting, env_number
+
 from . import batch_requests
 from .accounting import (
     Accounting,
@@ -76,6 +80,9 @@ ENV_SAMPLING = "LMMS_EVAL_PLUGINS_JUDGE_SAMPLING"
 ENV_DEADLINE = "LMMS_EVAL_PLUGINS_JUDGE_DEADLINE"
 ENV_MAX_REPLY_BYTES = "LMMS_EVAL_PLUGINS_JUDGE_MAX_REPLY_BYTES"
 DEFAULT_MAX_ERROR_RATE = 0.05
+# The HTTP body around a reply: JSON escaping can grow its text (\uXXXX), plus the completion's envelope.
+REPLY_BODY_FACTOR = 4
+REPLY_ENVELOPE_BYTES = 64 * 1024
 
 RETRY_STATUS = {408, 409, 429}  # plus every 5xx
 FATAL_STATUS = {401, 403, 404}  # not retried, and stop the rest of the batch
@@ -85,17 +92,16 @@ def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
     return os.environ if env is None else env
 
 
-def _num(env: Mapping[str, str], name: str, default: float, kind: type = float, minimum: float = 0.0) -> Any:
-    raw = env.get(name)
-    if raw is None or raw.strip() == "":
+def _num(env: Mapping[str, str], name: str, default: float | None, kind: type = float, minimum: float = 0.0) -> Any:
+    """``name``'s number by the one rule of :func:`env_number` (finite: no nan, no inf), else ``default``."""
+    if not (env.get(name) or "").strip():
         return default
+    whole = kind is int
     try:
-        value = kind(raw)
-    except ValueError:
-        raise JudgeConfigError(f"{name}={raw!r} is not a valid {kind.__name__}") from None
-    if value < minimum:
-        raise JudgeConfigError(f"{name}={raw!r} must be >= {minimum}")
-    return value
+        return kind(env_number(name, 0, whole=whole, minimum=minimum, env=env))
+    except BadSetting as exc:
+        raise JudgeConfigError(f"{exc}: set it to a {'whole ' if whole else ''}number of at least {minimum:g}, "
+                               "or unset it") from None
 
 
 
@@ -151,6 +157,11 @@ class RuntimeSettings:
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+    @property
+    def max_body_bytes(self) -> int:
+        """The cap on one reply's HTTP body, which is read no further: the reply cap with room for its JSON."""
+        return REPLY_BODY_FACTOR * self.max_reply_bytes + REPLY_ENVELOPE_BYTES
 
     @property
     def total_deadline(self) -> float:
@@ -389,9 +400,7 @@ class JudgeRuntime:
         target = self.report_path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         text = self.redact(json.dumps(self.report(), indent=2, sort_keys=True))
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        tmp.write_text(text + "\n", encoding="utf-8")
-        os.replace(tmp, target)
+        write_atomic(target, text + "\n")  # never through a link planted at the report or a temp name
         self._report_requests.add(None if path is None else str(path))
         return target
 
@@ -417,11 +426,10 @@ class JudgeRuntime:
         self, judge: LLMJudge, jobs: list[_Job], model: str, endpoint: Endpoint, settings: RuntimeSettings,
         causes: dict[int, str],
     ) -> list[JudgeOutcome]:
-        import openai
-
-        client = openai.AsyncOpenAI(
-            api_key=endpoint.api_key, base_url=endpoint.base_url, max_retries=0, timeout=settings.timeout
-        )
+        # bounded: no body read past its cap, no exchange past its deadline, no redirect followed
+        client = openai_client(endpoint.base_url, endpoint.api_key, timeout=settings.timeout,
+                               deadline=settings.total_deadline, max_bytes=settings.max_body_bytes,
+                               max_retries=0, asynchronous=True)
         semaphore = asyncio.Semaphore(settings.concurrency)
         fatal: dict[str, str] = {}
 
@@ -518,9 +526,25 @@ class JudgeRuntime:
                         "(not retried, not cached)", cause="reply too large"
                     )
                 return reply, tin, tout
-            except asyncio.TimeoutError:
+            except (asyncio.TimeoutError, DeadlinePassed):
                 last = f"no complete reply within the {deadline:g} s deadline"
                 kind = f"no complete reply within {deadline:g} s"
+            except BodyTooLarge as exc:  # the body was read no further than the cap
+                self.accounting.failed(judge, model, "reply too large")
+                size = f"{exc.size}" if exc.announced else f"more than {settings.max_body_bytes}"
+                raise _CallFailed(
+                    f"the judge reply is {size} bytes, over {ENV_MAX_REPLY_BYTES}={settings.max_reply_bytes} (its HTTP "
+                    f"body is read up to {settings.max_body_bytes} bytes; not retried, not cached)",
+                    cause="reply too large",
+                ) from None
+            except RedirectRefused as exc:  # the endpoint's address is wrong for every call, like a 404
+                reason = self.redact(f"{exc} (not retried)")
+                self.accounting.failed(judge, model, "redirect refused")
+                if "reason" not in fatal:
+                    fatal["reason"], fatal["cause"] = reason, "redirect refused"
+                    logger.error(f"judge endpoint answered a redirect ({reason}); the remaining calls of this batch "
+                                 "are not attempted")
+                raise _CallFailed(reason, fatal=True, cause="redirect refused") from None
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 last = f"HTTP {status}: {shorten(exc.message)}"

@@ -79,9 +79,17 @@ from lmms_eval_plugins.check_model_observed import (
     replace_model_arg,
 )
 from lmms_eval_plugins.check_model_tasks import request_shapes, select_tasks, task_index
+from lmms_eval_plugins.console import emit
 from lmms_eval_plugins.errors import DataError
 from lmms_eval_plugins.runs import task_metrics
-from lmms_eval_plugins.safe_text import md_code, md_text, redact_url
+from lmms_eval_plugins.safe_files import write_atomic
+from lmms_eval_plugins.safe_text import (
+    Redactor,
+    credential_values,
+    md_code,
+    md_text,
+    redact_url,
+)
 
 # ------------------------------------------------------------------------------------------------ running
 
@@ -230,7 +238,17 @@ def _observed_cell(observed: Mapping[str, Any]) -> str:
     return text + ("; **differs** (notes)" if observed.get("differences") else "")
 
 
+def secrets_of(model_args: str | None) -> Redactor:
+    """Replaces the credentials given in ``--model_args`` (in every encoded form) wherever the model class or
+    its server echoed them: error lines, replies, observed endpoints."""
+    return Redactor(credential_values(model_args or ""))
+
+
 def markdown(reports: Sequence[TaskReport], *, model: str, model_args: str | None) -> str:
+    return secrets_of(model_args)(_markdown(reports, model=model, model_args=model_args))
+
+
+def _markdown(reports: Sequence[TaskReport], *, model: str, model_args: str | None) -> str:
     shown_args = display_model_args(model_args)
     lines = [
         f"## check-model: {md_code(model)}" + (f" ({md_code(shown_args)})" if shown_args else ""),
@@ -304,19 +322,20 @@ def main(argv: list[str] | None = None) -> int:
     tasks = select_tasks(args.tasks, task_index())
     extra = ["--gen_kwargs", args.gen_kwargs] if args.gen_kwargs else []
     env = {"LMMS_EVAL_PLUGINS_JUDGE": args.judge}  # "offline" or "llm", both understood by the judges
-    print(f"check-model: {len(tasks)} task(s) with --model {args.model}: {', '.join(tasks)}", file=sys.stderr)
+    emit(f"check-model: {len(tasks)} task(s) with --model {args.model}: {', '.join(tasks)}", file=sys.stderr)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="check-model-") as tmp:
         output_dir = Path(args.output_path) if args.output_path else Path(tmp)
         reports = check_model(model=args.model, model_args=args.model_args, tasks=tasks, limit=args.limit,
                               output_dir=output_dir, extra_args=extra, env=env, timeout=args.timeout,
                               shapes=not args.no_shapes, observe=not args.no_observe)
-    print(markdown(reports, model=args.model, model_args=args.model_args))
+    emit(markdown(reports, model=args.model, model_args=args.model_args))
     ok = all(r.completed for r in reports)
     if args.json_out:
         payload = {"model": args.model, "model_args": display_model_args(args.model_args), "limit": args.limit, "all_completed": ok,
                    "seconds": round(time.perf_counter() - start, 1), "tasks": [asdict(r) for r in reports]}
-        Path(args.json_out).write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+        text = secrets_of(args.model_args)(json.dumps(payload, indent=2, default=str))
+        write_atomic(Path(args.json_out), text + "\n")
     return 0 if ok else 1
 
 

@@ -106,7 +106,7 @@ def _refuse_duplicates(run: Run, task: str) -> None:
     path = run.tasks[task].samples_path
     try:
         logged_samples.read_samples(path)
-    except logged_samples.DuplicateDocError as exc:
+    except logged_samples.UnusableDocError as exc:
         raise RunInputError(f"{path}: {exc.problem}; {exc.fix}") from exc
     except DataError:
         pass  # missing or malformed: a note, as before

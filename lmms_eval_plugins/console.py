@@ -1,17 +1,28 @@
 """What a run adds to lmms-eval's console, as pure functions of its results dict: dict metrics shortened
 for the table (and no stderr for counts and breakdowns), and the block that ends a run with unscored
 samples, naming the judge failures by cause and host with their fix (``run_status``/``check-run``
-read the same counts). The hook that prints them is ``compat.patches`` (entry ``console-table``)."""
+read the same counts). The hook that prints them is ``compat.patches`` (entry ``console-table``).
+
+:func:`emit` is the one way the plugin's commands print: text from stored runs, servers and models may hold
+terminal control sequences (a window title, a clipboard write, an erased line), shown as visible escapes."""
 
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TextIO
+
+from lmms_eval_plugins.safe_text import escape_controls
 
 JUDGES_KEY = "lmms_eval_plugins_judges"  # the judge accounting the results-hook puts into the results dict
 NO_ERROR_BAR_UNITS = ("count", "dict", "list")  # a stderr of these is meaningless: shown as N/A
 STDERR_SUFFIXES = ("_stderr", "_stderr_clt", "_stderr_clustered")
+
+
+def emit(*parts: Any, file: TextIO | None = None, sep: str = " ", flush: bool = False) -> None:
+    """Print ``parts`` (to stdout, or ``file``) with control characters and bidi overrides shown as escapes."""
+    print(escape_controls(sep.join(str(p) for p in parts)), file=sys.stdout if file is None else file, flush=flush)
 
 
 def spec_unit(task: str, metric: str) -> str | None:
@@ -52,6 +63,8 @@ def display_values(result_dict: dict[str, Any], compact: bool = True,
                             metrics[f"{name}{suffix}{comma}{filt}"] = "N/A"
                 if compact and isinstance(value, (dict, list)) and value:
                     metrics[key] = f"{{{len(value)} entries, see results JSON}}"
+                elif isinstance(value, str):
+                    metrics[key] = escape_controls(value, keep_newlines=False)  # a table cell: one line, no controls
     return shown
 
 
@@ -140,4 +153,4 @@ def unscored_block(result_dict: dict[str, Any], argv: list[str]) -> str:
                  "    (none here: this run did not log samples; pass --log_samples so `lmms-eval-plugins score` can finish them)")
     lines.append("Failed model requests need the model: run the same command again (with --use_cache DIR only they are asked again).")
     lines.append(bar)
-    return "\n" + "\n".join(lines)
+    return "\n" + escape_controls("\n".join(lines))  # task names, causes and hosts come from the results dict

@@ -18,9 +18,9 @@ import csv
 import json
 import os
 import re
+import secrets
 import sys
-import tempfile
-import urllib.request
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.outcome import SKIPPED_FIELD
+from lmms_eval_plugins.safe_files import move_into_place, write_new
 from lmms_eval_plugins.settings import CACHE_ENV, BadSetting, cache_root, env_number  # noqa: F401 (CACHE_ENV: re-exported)
 
 DATA_ROOT_ENV = "LMMS_EVAL_PLUGINS_DATA_ROOT"
@@ -111,6 +112,8 @@ def safe_path(root: str | Path, value: Any, *, record: str | None, field: str = 
         raise refuse("is empty", f"fill in the record's {field}")
     if "\0" in value:
         raise refuse("holds a NUL byte", f"remove the NUL byte from the record's {field}")
+    if problem := id_text_problem(value):  # a control or bidi character shows the name as another one
+        raise refuse(problem, f"give the record a {field} of printable characters")
     if "\\" in value:
         raise refuse("holds a backslash; only '/' separates folders here", relative_fix)
     if PureWindowsPath(value).anchor or Path(value).is_absolute():
@@ -163,10 +166,34 @@ def require_unique(records: Sequence[Mapping[str, Any]], field: str, *, path: Pa
     first: dict[Any, int] = {}
     for index, record in enumerate(records):
         key = record.get(field)
+        if isinstance(key, str):
+            problem = id_text_problem(key)
+            if problem:
+                raise DataError(f"{field} {key.encode('unicode_escape').decode('ascii')[:80]!r} {problem} ({where(index)})",
+                                record=key.encode("unicode_escape").decode("ascii")[:80], path=str(path),
+                                fix=f"give the record a {field} of printable characters")
+            key = unicodedata.normalize("NFC", key)  # the NFC and NFD spellings of one id are one id
         if key in first:
             raise DataError(f"{field} {key!r} is used twice ({where(first[key])} and {where(index)})", record=str(key),
                             path=str(path), fix=f"give every record its own {field}")
         first[key] = index
+
+
+# bidi embeddings, overrides, isolates and marks: an id holding one shows as another id
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def id_text_problem(key: str) -> str | None:
+    """Why ``key`` cannot be a record id (a control character, NUL included; a bidi control; a combining mark
+    first), or None."""
+    for char in key:
+        if unicodedata.category(char) == "Cc":
+            return f"holds the control character U+{ord(char):04X}"
+        if char in _BIDI:
+            return f"holds the bidi control U+{ord(char):04X}"
+    if key and unicodedata.combining(key[0]):
+        return f"starts with the combining mark U+{ord(key[0]):04X}"
+    return None
 
 
 def skip_missing_media() -> bool:
@@ -404,63 +431,79 @@ class _Refused(Exception):
         self.status, self.reason = status, reason
 
 
-def _download_once(url: str, part: Path, timeout: float, deadline: float = float("inf"),
-                   max_bytes: int | None = None) -> None:
+def _download_once(url: str, part: Path, timeout: float, deadline: float, max_bytes: int) -> None:
     """One attempt: fill ``part`` with ``url``'s bytes, resuming from what ``part`` already holds.
 
-    ``deadline`` (``time.monotonic()``) and ``max_bytes`` bound the whole file: :class:`_OverLimit`."""
-    import http.client
+    ``deadline`` (``time.monotonic()``) and ``max_bytes`` bound the whole file: :class:`_OverLimit`. The
+    exchange is the one bounded reader's (:func:`lmms_eval_plugins.bounded_http.fetch`)."""
     import time
-    from urllib.error import HTTPError, URLError
+    from http import HTTPStatus
 
+    from lmms_eval_plugins import bounded_http
+    from lmms_eval_plugins.safe_files import UnsafePathError, open_append
+
+    lib = bounded_http.http_library()
     have = part.stat().st_size if part.is_file() else 0
-    headers = {"User-Agent": "lmms-eval-plugins", "Accept-Encoding": "identity"}
-    if have:
-        headers["Range"] = f"bytes={have}-"
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as response:
-            content_range = response.headers.get("Content-Range", "")
-            resumed = bool(have) and response.status == 206 and content_range.startswith(f"bytes {have}-")
-            if response.status == 206 and not resumed:  # a part we did not ask for: start over
-                part.unlink(missing_ok=True)
-                raise _Transient(f"the server answered the range {content_range!r}, not bytes {have}-")
-            total: int | None = None
-            if "/" in content_range and content_range.rsplit("/", 1)[1].isdigit():
-                total = int(content_range.rsplit("/", 1)[1])
-            elif (length := response.headers.get("Content-Length", "")).isdigit():
-                total = int(length) + (have if resumed else 0)
-            if max_bytes is not None and total is not None and total > max_bytes:
-                raise _OverLimit(f"the server announces {total:,} bytes, above the cap of {max_bytes:,}")
-            size = have if resumed else 0
-            with open(part, "ab" if resumed else "wb") as out:
-                # read1: one socket read at a time, so the deadline is checked as each piece arrives
-                while chunk := response.read1(65536):
-                    size += len(chunk)
-                    if max_bytes is not None and size > max_bytes:
-                        raise _OverLimit(f"the body goes past the cap of {max_bytes:,} bytes")
-                    out.write(chunk)
-                    if time.monotonic() > deadline:
-                        raise _OverLimit(f"not complete within the deadline ({size:,} bytes received)")
-        size = part.stat().st_size
-        # http.client ends a body cut short by the server without an error: compare with the announced size
-        if total is not None and size != total:
-            raise _Transient(f"the connection closed after {size} of {total} bytes")
-    except HTTPError as exc:
-        if exc.code == 416 and have:  # what we hold no longer fits the file: start over
+    headers = {"Range": f"bytes={have}-"} if have else {}
+    state: dict[str, Any] = {"size": have, "total": None, "out": None}
+
+    def on_headers(status: int, answer: Mapping[str, str]) -> None:
+        content_range = answer.get("content-range", "")
+        resumed = bool(have) and status == 206 and content_range.startswith(f"bytes {have}-")
+        if status == 206 and not resumed:  # a part we did not ask for: start over
             part.unlink(missing_ok=True)
-            raise _Transient("HTTP 416 on resume") from exc
-        if exc.code in _RETRY_STATUS:
-            raise _Transient(f"HTTP {exc.code} {exc.reason}") from exc
-        raise _Refused(exc.code, str(exc.reason or "")) from exc
-    except ValueError as exc:  # not a URL urllib can open
+            raise _Transient(f"the server answered the range {content_range!r}, not bytes {have}-")
+        if "/" in content_range and content_range.rsplit("/", 1)[1].isdigit():
+            state["total"] = int(content_range.rsplit("/", 1)[1])
+        elif (length := answer.get("content-length", "")).isdigit():
+            state["total"] = int(length) + (have if resumed else 0)
+        if state["total"] is not None and state["total"] > max_bytes:
+            raise _OverLimit(f"the server announces {state['total']:,} bytes, above the cap of {max_bytes:,}")
+        if not resumed:
+            part.unlink(missing_ok=True)
+            state["size"] = 0
+        state["out"] = open_append(part, binary=True)
+
+    class Sink:  # the part file, opened once the headers say whether the answer resumes it
+        def write(self, chunk: bytes) -> int:
+            state["size"] += len(chunk)
+            if state["size"] > max_bytes:
+                raise _OverLimit(f"the body goes past the cap of {max_bytes:,} bytes")
+            return state["out"].write(chunk)
+
+    try:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise bounded_http.DeadlinePassed(0, have)
+        status, _, _ = bounded_http.fetch(url, headers=headers, max_bytes=max_bytes, deadline=remaining,
+                                          timeout=timeout, sink=Sink(), on_headers=on_headers)  # type: ignore[arg-type]
+    except bounded_http.BodyTooLarge as exc:  # only when the server ignored our range: the whole file is too large
+        raise _OverLimit(f"the server announces {exc.size:,} bytes, above the cap of {max_bytes:,}" if exc.announced
+                         else f"the body goes past the cap of {max_bytes:,} bytes") from exc
+    except bounded_http.DeadlinePassed as exc:
+        raise _OverLimit(f"not complete within the deadline ({state['size']:,} bytes received)") from exc
+    except UnsafePathError as exc:  # a link planted at the part file: never written through
         raise _Refused(0, str(exc)) from exc
-    except TimeoutError as exc:
+    except (lib.InvalidURL, lib.UnsupportedProtocol, lib.TooManyRedirects, ValueError) as exc:
+        raise _Refused(0, str(exc)) from exc
+    except lib.TimeoutException as exc:
         raise _Transient(f"no answer within {timeout:g}s") from exc
-    except URLError as exc:
-        timed_out = isinstance(exc.reason, TimeoutError)
-        raise _Transient(f"no answer within {timeout:g}s" if timed_out else f"{exc.reason}") from exc
-    except (OSError, http.client.HTTPException) as exc:  # connection reset or refused, malformed answer
+    except (lib.HTTPError, OSError) as exc:  # connection reset or refused, a body cut short, a malformed answer
         raise _Transient(f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        if state["out"] is not None:
+            state["out"].close()
+    if not 200 <= status < 300:
+        reason = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else ""
+        if status == 416 and have:  # what we hold no longer fits the file: start over
+            part.unlink(missing_ok=True)
+            raise _Transient("HTTP 416 on resume")
+        if status in _RETRY_STATUS:
+            raise _Transient(f"HTTP {status} {reason}".strip())
+        raise _Refused(status, reason)
+    size, total = part.stat().st_size if part.is_file() else 0, state["total"]
+    if total is not None and size != total:  # a body cut short without an error
+        raise _Transient(f"the connection closed after {size} of {total} bytes")
 
 
 def fetch_url(url: str, dest: Path, *, record: str, timeout: float | None = None, retries: int | None = None,
@@ -491,9 +534,11 @@ def fetch_url(url: str, dest: Path, *, record: str, timeout: float | None = None
     seconds, max_bytes = limits or download_limits()
     deadline = time.monotonic() + seconds
     dest.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    os.close(handle)
-    part = Path(name)
+    # a private, new part file (never through a link): the download resumes into it, then moves into place
+    part = dest.parent / f".{dest.name}.{secrets.token_hex(8)}.part"
+    if not write_new(part, b"", mode=0o600):
+        raise MediaError(f"{part} appeared while the download of {url} was starting", record=record, path=str(dest),
+                         fix="run again (another process is downloading the same file)")
     problems: list[str] = []
     try:
         for attempt in range(retries + 1):
@@ -517,7 +562,7 @@ def fetch_url(url: str, dest: Path, *, record: str, timeout: float | None = None
                 raise MediaError(f"could not download {url}: HTTP {exc.status} ({what})" if exc.status else
                                  f"could not download {url}: {exc.reason}", record=record, path=str(dest),
                                  fix=by_hand) from exc
-            os.replace(part, dest)
+            move_into_place(part, dest)
             return dest
     finally:
         part.unlink(missing_ok=True)
@@ -553,6 +598,7 @@ def read_csv_records(path: Path) -> list[dict[str, str]]:
 # Bounds of every JSON this package reads (results, logged samples, data files): Python's parser recurses
 # once per level (a RecursionError deep down) and refuses integers past sys.get_int_max_str_digits().
 MAX_JSON_DEPTH = 100
+MAX_JSON_INT_DIGITS = 308  # a longer integer fits no float: float() of it would crash a reader later
 _JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 
 
@@ -577,14 +623,22 @@ def json_depth_exceeds(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_JSON_INT_DIGITS:
+        if len(digits.lstrip("-")) > sys.get_int_max_str_digits():
+            raise JsonLimitError(f"an integer of more than {sys.get_int_max_str_digits()} digits")
+        raise JsonLimitError(f"an integer of more than {MAX_JSON_INT_DIGITS} digits (larger than any float)")
+    return int(digits)
+
+
 def parse_json(text: str) -> Any:
     """``json.loads`` within bounds: a :class:`JsonLimitError` for deep nesting or an over-long integer,
     ``json.JSONDecodeError`` for bad syntax. The one JSON parser for files read from disk."""
     if json_depth_exceeds(text):
         raise JsonLimitError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        return json.loads(text, parse_int=_bounded_int)
+    except (json.JSONDecodeError, JsonLimitError):
         raise
     except RecursionError:
         raise JsonLimitError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep") from None

@@ -30,6 +30,7 @@ from lmms_eval_plugins.cli_run import OFFLINE_ENV
 from lmms_eval_plugins.data import cache_dir
 from lmms_eval_plugins.doctor import HINT, fixes_for_log, installed_versions
 from lmms_eval_plugins.runs import RESULTS_SUFFIX, RunInputError, read_results
+from lmms_eval_plugins.safe_files import open_append, write_atomic
 from lmms_eval_plugins.tasks_command import sample_tasks
 
 # The tiny model's weights are random: it rarely stops by itself, so its replies are capped. The
@@ -187,14 +188,15 @@ def main(argv: list[str]) -> int:
     if not args.no_baselines:
         configs += [{**common, "model": "oracle"}, {**common, "model": "random", "model_args": "seed=0"}]
     config_path = output / "demo_config.json"  # JSON is YAML: lmms-eval's --config reads it
-    config_path.write_text(json.dumps(configs, indent=2), encoding="utf-8")
+    write_atomic(config_path, json.dumps(configs, indent=2))
     log_path = output / "demo.log"
     models = [c["model"] for c in configs]
     print(f"lmms-eval-plugins demo: {', '.join(models)} on {args.tasks} "
           f"({'all documents' if not args.limit else f'{args.limit} documents per task'}), in one lmms-eval process; "
           f"log: {log_path}", flush=True)
     env = {**os.environ, **OFFLINE_ENV, **JUDGE_ENV}
-    with log_path.open("w", encoding="utf-8") as log:
+    with open_append(log_path, mode=0o644) as log:  # never through a link; emptied, then followed live
+        log.truncate(0)
         done = subprocess.run([sys.executable, "-m", "lmms_eval", "--config", str(config_path)], env=env, cwd=output,
                               stdout=log, stderr=subprocess.STDOUT, check=False)
     runs = results_by_model(output)

@@ -20,7 +20,6 @@ import os
 import platform
 import re
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -32,6 +31,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from lmms_eval_plugins import tested_versions
+from lmms_eval_plugins.console import emit
+from lmms_eval_plugins.safe_files import write_atomic
 from lmms_eval_plugins.tested_versions import KnownBad
 
 Status = Literal["ok", "FAIL", "note"]
@@ -343,9 +344,8 @@ def gather_cache() -> Check:
         return cache_check(None, None)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".doctor-", delete=True) as probe:
-            probe.write(b"ok")
-            probe.flush()
+        probe = write_atomic(folder / f".doctor-probe-{os.getpid()}", b"ok")
+        probe.unlink()
         return cache_check(str(folder), None)
     except OSError as exc:
         return cache_check(str(folder), _short(exc))
@@ -423,10 +423,13 @@ def gather_judge() -> JudgeFacts:
 
 
 def probe_judge(timeout: float = JUDGE_PROBE_TIMEOUT_S) -> Check:
-    """One chat request of one token to the configured judge, no retry, bounded by ``timeout``."""
+    """One chat request of one token to the configured judge, no retry, bounded like a judge call (the
+    judge's reply cap and deadline, each at most ``timeout``), no redirect followed."""
+    from lmms_eval_plugins.bounded_http import openai_client
     from lmms_eval_plugins.judges.base import JudgeConfigError
     from lmms_eval_plugins.judges.endpoint import resolve_endpoint, resolve_model
     from lmms_eval_plugins.judges.redaction import Redactor
+    from lmms_eval_plugins.judges.runtime import RuntimeSettings
 
     try:
         endpoint = resolve_endpoint("judge")
@@ -437,10 +440,12 @@ def probe_judge(timeout: float = JUDGE_PROBE_TIMEOUT_S) -> Check:
     redact.add(endpoint.api_key)
     started = time.monotonic()
     try:
-        import openai
-
-        client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, timeout=timeout, max_retries=0)
-        client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Reply OK."}], max_tokens=1)
+        settings = RuntimeSettings.from_env()  # a bad number is this row's failure, named
+        client = openai_client(endpoint.base_url, endpoint.api_key, timeout=min(timeout, settings.timeout),
+                               deadline=min(timeout, settings.total_deadline), max_bytes=settings.max_body_bytes)
+        with client:
+            started = time.monotonic()  # the judge's time, not the client's import
+            client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Reply OK."}], max_tokens=1)
         error = None
     except Exception as exc:  # connection refused, timeout, HTTP error: the cause is the row's detail
         cause = exc.__cause__ or exc.__context__
@@ -542,13 +547,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     checks = run_checks([t.strip() for t in args.tasks.split(",") if t.strip()], judge=args.judge)
     status = exit_status(checks)
     if args.json:
-        print(json.dumps({"exit_status": status, "checks": [asdict(c) for c in checks]}, indent=2))
+        emit(json.dumps({"exit_status": status, "checks": [asdict(c) for c in checks]}, indent=2))
         return status
-    print("\n".join(render(checks)))
+    emit("\n".join(render(checks)))  # versions, paths and judge errors: control characters shown as escapes
     failed = [c.name for c in checks if c.status == "FAIL"]
     verdict = f"FAILED: {', '.join(failed)} (fix above)" if failed else "the install works"
-    print(f"\n{can_run(checks)}")
-    print(f"doctor: {verdict}; {time.monotonic() - started:.1f} s.")
+    emit(f"\n{can_run(checks)}")
+    emit(f"doctor: {verdict}; {time.monotonic() - started:.1f} s.")
     return status
 
 

@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from lmms_eval_plugins.safe_files import move_into_place, write_atomic
 from lmms_eval_plugins.settings import BadSetting, cache_root, env_number, switched_off
 
 try:  # a dependency of lmms-eval, so normally present; zlib keeps the cache working without it
@@ -318,7 +319,7 @@ class FrameCache:
         _warn(f"frame cache index {self.index_path} is damaged ({exc}); moved to {aside.name}, starting a new one")
         for suffix in ("", "-wal", "-shm"):
             try:
-                os.replace(f"{self.index_path}{suffix}", f"{aside}{suffix}")
+                move_into_place(f"{self.index_path}{suffix}", f"{aside}{suffix}")
             except FileNotFoundError:
                 pass
 
@@ -401,13 +402,10 @@ class FrameCache:
         digest = hashlib.sha256(blob).hexdigest()
         name = f"{key}-{digest[:16]}.fc"  # content-addressed: racing writers of one entry agree
         path = self._path(name)
-        tmp = path.with_name(f".{name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(blob)
-            os.replace(tmp, path)
+            write_atomic(path, blob)  # a temp file of its own, renamed: never through a planted link
         except OSError as exc:
-            _unlink(tmp)
             self._warn_once("writing an entry", exc)
             return False
         now = time.time()

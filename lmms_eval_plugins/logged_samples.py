@@ -28,7 +28,11 @@ from lmms_eval_plugins.errors import DataError
 TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+\-]{0,199}")
 
 
-class DuplicateDocError(DataError):
+class UnusableDocError(DataError):
+    """A samples line whose ``doc_id`` cannot identify a document (refused by score, compare and replay)."""
+
+
+class DuplicateDocError(UnusableDocError):
     """A samples file logs one doc_id on two lines."""
 
 
@@ -63,6 +67,10 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
     first_line: dict[Any, int] = {}
     for number, record in iter_jsonl(path):
         doc_id = record.get("doc_id")
+        if doc_id is not None and (isinstance(doc_id, bool) or not isinstance(doc_id, (int, str))):
+            raise UnusableDocError(f"line {number}: doc_id is a JSON {type(doc_id).__name__}, not a number or a string",
+                                   record=repr(doc_id)[:80], path=str(path),
+                                   fix="lmms-eval logs each document's index as doc_id: use the file lmms-eval wrote")
         key = (type(doc_id).__name__, repr(doc_id))  # 1 and "1" are different doc_ids; keys must hash
         if doc_id is not None and key in first_line:
             raise DuplicateDocError(f"line {number}: doc_id {doc_id!r} is logged twice (lines {first_line[key]} and "

@@ -25,10 +25,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from lmms_eval_plugins.console import emit, unscored_counts
 from lmms_eval_plugins.data import parse_json
-from lmms_eval_plugins.console import unscored_counts
 from lmms_eval_plugins.errors import PluginError
 from lmms_eval_plugins.runs import latest_results
+from lmms_eval_plugins.safe_files import write_atomic
+from lmms_eval_plugins.safe_text import escape_controls
 
 FAILED_MARKER = "lmms_eval_plugins_failed.json"
 WIDTH = 100
@@ -90,7 +92,7 @@ def stopped_block(error: PluginError, output_path: str | None) -> str:
     lines = [bar, f"lmms-eval-plugins: the run stopped: {type(error).__name__}", *body,
              f"  (lmms-eval exits with status 0 even so; `{check}` exits 1)",
              "  (check the install: lmms-eval-plugins doctor)", bar]
-    return "\n".join(lines)
+    return escape_controls("\n".join(lines))  # the message may quote a record of a hostile data file
 
 
 def record_failure(output_path: str | None, error: PluginError) -> Path | None:
@@ -104,7 +106,7 @@ def record_failure(output_path: str | None, error: PluginError) -> Path | None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / FAILED_MARKER
-        target.write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
+        write_atomic(target, json.dumps(record, indent=2, default=str))
         return target
     except OSError:
         return None
@@ -185,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tasks", default="", help="comma-separated tasks that must have results")
     args = parser.parse_args(argv)
     status, lines = check_run(args.output_path, [t for t in args.tasks.split(",") if t])
-    print("\n".join(lines))
+    emit("\n".join(lines))  # task names and the recorded error come from the folder: controls shown as escapes
     return status
 
 

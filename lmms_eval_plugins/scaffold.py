@@ -42,6 +42,7 @@ from pathlib import Path
 
 from lmms_eval_plugins.benchmark import Metric, registry
 from lmms_eval_plugins.outcome import UNSCORED_METRIC
+from lmms_eval_plugins.safe_files import write_atomic
 from lmms_eval_plugins.task_hooks import utils_source
 from lmms_eval_plugins.yaml_index import read_task_yamls
 from lmms_eval_plugins.yaml_sync import render
@@ -229,7 +230,7 @@ def write_package(names: Names, dest: Path, *, force: bool = False) -> Path:
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        write_atomic(path, text)
     return root
 
 

@@ -56,7 +56,9 @@ from lmms_eval_plugins.runs import (
     samples_path,
 )
 from lmms_eval_plugins.runs import read_results as read_results_json
-from lmms_eval_plugins.doc_fields import STRICT_ENV
+from lmms_eval_plugins.console import emit
+from lmms_eval_plugins.doc_fields import STRICT_ENV, strict_requested
+from lmms_eval_plugins.safe_files import open_append, write_atomic
 
 SCORE_KEY = "lmms_eval_plugins_score"
 JUDGE_ENV = "LMMS_EVAL_PLUGINS_JUDGE"
@@ -132,9 +134,9 @@ def find_results(output_path: Path, results: str | None = None) -> Path:
             broken.append(str(exc))
     chosen = (originals or found)[-1]  # none readable: reading the newest reports why
     for problem in broken if originals else ():  # another run's broken file must not block this one
-        print(f"lmms-eval-plugins score: skipping {problem}", file=sys.stderr)
+        emit(f"lmms-eval-plugins score: skipping {problem}", file=sys.stderr)
     if len(originals) > 1:
-        print(f"lmms-eval-plugins score: {len(originals)} runs under {output_path}; re-scoring the newest, {chosen} "
+        emit(f"lmms-eval-plugins score: {len(originals)} runs under {output_path}; re-scoring the newest, {chosen} "
               "(pick another with --results FILE)", file=sys.stderr)
     return chosen
 
@@ -229,7 +231,15 @@ def include_options(config: Mapping[str, Any], path: Path, given: str | None,
 
 def replay_command(path: Path, tasks: list[str], output_dir: Path, config: Mapping[str, Any],
                    include: list[str] | None = None) -> list[str]:
-    return [sys.executable, "-m", "lmms_eval", "--model", "replay", "--model_args", f"samples={path.resolve()}",
+    samples = path.resolve()
+    if "," in str(samples):  # lmms-eval splits --model_args on ',': name the stored run through a comma-free link
+        alias = output_dir.parent / "stored-run"
+        if not alias.is_symlink():
+            from lmms_eval_plugins.safe_files import new_link
+
+            new_link(alias, samples.parent)
+        samples = alias / samples.name
+    return [sys.executable, "-m", "lmms_eval", "--model", "replay", "--model_args", f"samples={samples}",
             "--tasks", ",".join(tasks), "--output_path", str(output_dir), "--log_samples", "--batch_size", "1",
             *forwarded_options(config, path), *(include or [])]
 
@@ -351,9 +361,9 @@ def folder_lock(folder: Path) -> Iterator[None]:
     path = lock_path(folder)
     try:
         import fcntl
-        handle = path.open("a+", encoding="ascii")
-    except (ImportError, OSError) as exc:  # no flock (Windows), another user's lock file: go on unlocked
-        print(f"lmms-eval-plugins score: cannot lock {path} ({exc}); a concurrent score on {folder} would repeat "
+        handle = open_append(path, encoding="ascii")  # a link planted in $TMPDIR: UnsafePathError, never followed
+    except (ImportError, OSError) as exc:  # no flock (Windows), another user's lock file, a link: go on unlocked
+        emit(f"lmms-eval-plugins score: cannot lock {path} ({exc}); a concurrent score on {folder} would repeat "
               "judge calls", file=sys.stderr)
         yield
         return
@@ -363,7 +373,7 @@ def folder_lock(folder: Path) -> Iterator[None]:
         except BlockingIOError:
             handle.seek(0)
             holder = handle.read().strip()[:20] or "unknown"
-            print(f"lmms-eval-plugins score: another score is running on this folder (pid {holder}), waiting",
+            emit(f"lmms-eval-plugins score: another score is running on this folder (pid {holder}), waiting",
                   file=sys.stderr, flush=True)
             fcntl.flock(handle, fcntl.LOCK_EX)
         handle.seek(0)
@@ -427,7 +437,12 @@ def unscored_counts(results: Mapping[str, Any], tasks: list[str]) -> dict[str, i
     counts = {}
     for task in tasks:
         metrics = results.get("results", {}).get(task) or {}
-        n = sum(v for k, v in metrics.items() if k.split(",")[0] == UNSCORED_METRIC and isinstance(v, int) and not isinstance(v, bool))
+        counted = [(k.split(",")[0], v) for k, v in metrics.items() if isinstance(v, int) and not isinstance(v, bool)]
+        n = sum(v for name, v in counted if name == UNSCORED_METRIC)
+        if not any(name == UNSCORED_METRIC for name, _ in counted):
+            # a task of the documented judged-task recipe counts only its judge errors (docs/judges.md): those
+            # samples are unscored too (issue 36), never "every sample scored" beside a null judged metric
+            n = max((v for name, v in counted if name == "judge_errors" or name.endswith("_judge_errors")), default=0)
         if n:
             counts[task] = n
     return counts
@@ -440,6 +455,11 @@ def unscored_reasons(samples_file: Path) -> Counter[str]:
         item = sample.get(UNSCORED_METRIC)
         if isinstance(item, Mapping) and item.get(UNSCORED_FIELD):
             reasons[str(item[UNSCORED_FIELD])] += 1
+        elif item is None:  # a judged-task recipe's sample: its judge outcome's error, logged once per metric
+            errors = {str(v["error"]) for v in sample.values() if isinstance(v, Mapping) and v.get("error")
+                      and "verdict" in v}
+            for error in errors:
+                reasons[f"judge error: {error}"] += 1
     return reasons
 
 
@@ -453,7 +473,11 @@ def mark_rescored(new: dict[str, Any], original: Mapping[str, Any], original_pat
     for key in RUN_TOP_KEYS:
         if key in original:
             new[key] = original[key]
-    new[SCORE_KEY] = {"rescored_from": original_path.name, "strict": env.get(STRICT_ENV) == "1",
+    # what the replay did (its own record of the option), else the environment's rule: never a second rule
+    options = new.get("lmms_eval_plugins_options")
+    done = options.get("strict") if isinstance(options, Mapping) else None
+    strict = done if isinstance(done, bool) else strict_requested(env)
+    new[SCORE_KEY] = {"rescored_from": original_path.name, "strict": strict,
                       "judge": env.get(JUDGE_ENV) or None,
                       "judge_model": env.get(JUDGE_MODEL_ENV) or None, "replay": replay}
 
@@ -478,11 +502,13 @@ def install(new_path: Path, new: Mapping[str, Any], scratch: Path, dest: Path) -
     clash = [str(p) for p in [*files, target] if p.exists()]
     if clash:
         raise FileExistsError(f"not overwriting {', '.join(clash)}; run score again in a second")
+    from lmms_eval_plugins.safe_files import copy_new, write_new
+
     for to, source in files.items():
-        with source.open("rb") as src, to.open("xb") as out:
-            shutil.copyfileobj(src, out)
-    with target.open("x", encoding="utf-8") as out:
-        out.write(json.dumps(new, indent=2, ensure_ascii=False, default=str))
+        if not copy_new(source, to):
+            raise FileExistsError(f"not overwriting {to}; run score again in a second")
+    if not write_new(target, json.dumps(new, indent=2, ensure_ascii=False, default=str), mode=0o644):
+        raise FileExistsError(f"not overwriting {target}; run score again in a second")
     return target
 
 
@@ -555,13 +581,13 @@ def main(argv: list[str]) -> int:
         include = include_options(config, original_path, args.include_path)
         forwarded_options(config, original_path)  # a tampered option is refused before anything runs
     except ScoreInputError as exc:
-        print(f"lmms-eval-plugins score: error: {exc}", file=sys.stderr)
+        emit(f"lmms-eval-plugins score: error: {exc}", file=sys.stderr)
         return 2
     try:
         with signals_unwind(), folder_lock(original_path.parent):
             return replay_and_install(args, original_path, original, config, tasks, include)
     except Interrupted as exc:
-        print(f"lmms-eval-plugins score: stopped by {exc}: lmms-eval ended, temporary files removed", file=sys.stderr)
+        emit(f"lmms-eval-plugins score: stopped by {exc}: lmms-eval ended, temporary files removed", file=sys.stderr)
         return 128 + exc.signum
 
 
@@ -576,11 +602,11 @@ def replay_and_install(args: argparse.Namespace, original_path: Path, original: 
         env[STRICT_ENV] = "1"
     if args.prices:
         env[score_batch.ENV_PRICES] = str(Path(args.prices).expanduser().resolve())
-    print(f"lmms-eval-plugins score: replaying {len(tasks)} task(s) of {original_path} through lmms-eval "
+    emit(f"lmms-eval-plugins score: replaying {len(tasks)} task(s) of {original_path} through lmms-eval "
           f"(--model replay){'' if args.verbose else '; -v shows its output'}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as scratch_name:
         scratch = Path(scratch_name)
-        (scratch / OWNER_FILE).write_text(f"{os.getpid()}\n", encoding="ascii")
+        write_atomic(scratch / OWNER_FILE, f"{os.getpid()}\n")
         batch_run = None
         if args.batch or args.dry_run:  # a first replay finds the pending verdicts (score_batch.py)
             def replay(replay_env: dict[str, str], out: Path) -> tuple[int, str, Path | None]:
@@ -597,10 +623,10 @@ def replay_and_install(args: argparse.Namespace, original_path: Path, original: 
         if not produced:
             mismatch = replay_failure(output)
             if mismatch:
-                print(f"lmms-eval-plugins score: error: {mismatch}", file=sys.stderr)
+                emit(f"lmms-eval-plugins score: error: {mismatch}", file=sys.stderr)
                 return 2
             tail = "\n".join(_ANSI.sub("", output).splitlines()[-40:])
-            print(f"{tail}\nlmms-eval-plugins score: lmms-eval wrote no results (exit status {returncode}); "
+            emit(f"{tail}\nlmms-eval-plugins score: lmms-eval wrote no results (exit status {returncode}); "
                   "its output ends above; -v shows all of it", file=sys.stderr)
             return 1
         new_path = produced[-1]
@@ -608,20 +634,20 @@ def replay_and_install(args: argparse.Namespace, original_path: Path, original: 
         try:
             check_same_run(original_path, original, new_path, new, tasks)
         except ScoreInputError as exc:
-            print(f"lmms-eval-plugins score: error: {exc}", file=sys.stderr)
+            emit(f"lmms-eval-plugins score: error: {exc}", file=sys.stderr)
             return 2
         mark_rescored(new, original, original_path, env)
         score_batch.merge_accounting(batch_run, new, scratch / "out" / "judge_report.json", env)
         try:
             target = install(new_path, new, scratch / "out", original_path.parent)
         except OSError as exc:
-            print(f"lmms-eval-plugins score: cannot put the new results beside the run: {exc}", file=sys.stderr)
+            emit(f"lmms-eval-plugins score: cannot put the new results beside the run: {exc}", file=sys.stderr)
             return 1
-    print(tables(output))
+    emit(tables(output))
     status, lines = summary(original_path, target, tasks, new)
     if args.batch or args.prices:
         lines += score_batch.accounting_lines(new)
-    print("\n".join(lines))
+    emit("\n".join(lines))
     return status
 
 

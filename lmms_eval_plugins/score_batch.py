@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import sys
 from collections import Counter
@@ -58,8 +59,16 @@ def check_arguments(args: argparse.Namespace) -> str | None:
     """Why the batch options cannot be used together (None: they can)."""
     if (args.batch_wait is not None or args.batch_fallback != "none") and not args.batch:
         return "--batch-wait and --batch-fallback go with --batch"
-    if args.batch_wait is not None and args.batch_wait < 0:
-        return "--batch-wait is a number of seconds >= 0"
+    if args.batch_wait is not None and not (math.isfinite(args.batch_wait) and args.batch_wait >= 0):
+        return f"--batch-wait {args.batch_wait} is not a finite number of seconds >= 0 (omit it to wait until every batch is final)"
+    if args.batch:
+        from lmms_eval_plugins.judges.base import JudgeConfigError
+        from lmms_eval_plugins.judges.batch import BatchSettings
+
+        try:
+            BatchSettings.from_env()
+        except JudgeConfigError as exc:
+            return str(exc)
     if args.prices:
         try:
             read_prices(args.prices)
@@ -114,9 +123,20 @@ def prepare(args: argparse.Namespace, argv: list[str], original_path: Path, env:
     """Run the collecting replay, then the dry run or the batches. ``replay(env, out_dir)`` runs lmms-eval and
     returns (exit status, output, results path or None). Returns (exit status to stop with, or None to go on
     to the final replay with ``env`` updated; the batch run, for :func:`merge_accounting`)."""
-    from lmms_eval_plugins.judges.batch import BatchClient, BatchRun, BatchStateError
-    from lmms_eval_plugins.judges.cache import VerdictCache, default_cache_path
+    from lmms_eval_plugins.judges.batch import (
+        BatchClient,
+        BatchRun,
+        BatchStateError,
+        BatchUnreachable,
+    )
+    from lmms_eval_plugins.judges.cache import (
+        CacheSecretError,
+        VerdictCache,
+        default_cache_path,
+    )
     from lmms_eval_plugins.judges.endpoint import endpoint_from_env
+    from lmms_eval_plugins.safe_files import UnsafePathError
+    from lmms_eval_plugins.safe_text import escape_controls, redact
 
     collect_file = scratch / COLLECT_FILE
     print("lmms-eval-plugins score: finding the verdicts not in the judge cache (a replay that calls no judge)",
@@ -136,20 +156,26 @@ def prepare(args: argparse.Namespace, argv: list[str], original_path: Path, env:
         endpoint = endpoint_from_env(env)
         if endpoint is None:  # the collecting replay found no endpoint either: it collected nothing
             return None, run
+        def say(text: str) -> None:  # ids, statuses and errors come from the endpoint: redacted, controls escaped
+            print(escape_controls(redact(text, [endpoint.api_key])), file=sys.stderr)
+
         cache = VerdictCache(default_cache_path(env))
         try:
             client = BatchClient(endpoint, cache, original_path.parent)
             state = client.submit(requests, run)
             if run.submitted:
-                print(f"lmms-eval-plugins score: {len(requests)} verdict request(s) in batch(es) "
-                      f"{', '.join(run.submitted)} (recorded in {client.state_path})", file=sys.stderr)
+                say(f"lmms-eval-plugins score: {len(requests)} verdict request(s) in batch(es) "
+                    f"{', '.join(run.submitted)} (recorded in {client.state_path})")
             if run.resumed:
-                print(f"lmms-eval-plugins score: resuming batch(es) {', '.join(run.resumed)} of an earlier score",
-                      file=sys.stderr)
+                say(f"lmms-eval-plugins score: resuming batch(es) {', '.join(run.resumed)} of an earlier score")
             client.collect(requests, state, run, args.batch_wait)
-        except BatchStateError as exc:
-            print(f"lmms-eval-plugins score: error: {exc}", file=sys.stderr)
+        except (BatchStateError, CacheSecretError, UnsafePathError) as exc:
+            fix = "" if isinstance(exc, BatchStateError) else " (the judge batches are recorded and verified with it)"
+            say(f"lmms-eval-plugins score: error: {exc}{fix}")
             return 2, None
+        except BatchUnreachable as exc:
+            say(f"lmms-eval-plugins score: {exc}")
+            return EXIT_WAITING, run
         except BaseException as exc:
             if type(exc).__name__ in ("Interrupted", "KeyboardInterrupt"):
                 print("lmms-eval-plugins score: the batches keep running at the provider (ids in "
@@ -159,17 +185,23 @@ def prepare(args: argparse.Namespace, argv: list[str], original_path: Path, env:
         finally:
             cache.close()
         for batch_id, final in sorted(run.outcomes.items()):
-            if final != "completed":
-                print(f"lmms-eval-plugins score: batch {batch_id} ended {final}: its returned verdicts are kept, the rest "
-                      "stay unscored (run score --batch again to submit them)", file=sys.stderr)
+            if final.startswith(("failed:", "not trusted:")):
+                say(f"lmms-eval-plugins score: batch {batch_id} {final}")
+            elif final != "completed":
+                say(f"lmms-eval-plugins score: batch {batch_id} ended {final}: its returned verdicts are kept, the rest "
+                    "stay unscored (run score --batch again to submit them)")
+        anomalies = {k: v for k, v in run.line_counts().items() if v}
+        if anomalies:
+            say("lmms-eval-plugins score: judge batch lines not trusted: " + ", ".join(
+                f"{v} {k.replace('_', ' ')}" for k, v in anomalies.items()))
         if not run.done:
-            print(f"lmms-eval-plugins score: batch(es) {', '.join(run.waiting)} not final yet; collect them later with:\n"
-                  f"  {collect_later_command(argv)}", file=sys.stderr)
+            say(f"lmms-eval-plugins score: batch(es) {', '.join(run.waiting)} not final yet; collect them later with:\n"
+                f"  {collect_later_command(argv)}")
             return EXIT_WAITING, run
         if run.failures:
-            print(f"lmms-eval-plugins score: {len(run.failures)} batch request(s) without a verdict "
-                  f"(e.g. {next(iter(run.failures.values()))[:200]})"
-                  + ("; asking them synchronously" if args.batch_fallback == "sync" else ""), file=sys.stderr)
+            say(f"lmms-eval-plugins score: {len(run.failures)} batch request(s) without a verdict "
+                f"(e.g. {next(iter(run.failures.values()))[:200]})"
+                + ("; asking them synchronously" if args.batch_fallback == "sync" else ""))
     if args.batch_fallback != "sync":
         env[ENV_CACHE_ONLY] = ("not judged: no verdict from the judge batch (refused, failed or not returned); "
                                "run lmms-eval-plugins score --batch again, or with --batch-fallback sync")
@@ -180,7 +212,10 @@ def merge_accounting(run: Any, new: dict[str, Any], report_file: Path, env: Mapp
     """Add the batch calls (tokens, cached tokens, failed lines) to the accounting of the final replay: the
     results JSON's judge accounting and the judge report beside it. The verdicts themselves are counted by
     the replay (as cache hits)."""
-    if run is None or not run.accounting.active:
+    from lmms_eval_plugins.data import parse_json
+    from lmms_eval_plugins.safe_files import write_atomic
+
+    if run is None or not (run.accounting.active or run.outcomes or run.notes):
         return
     extra = run.accounting.snapshot()
     reports = new.get(RESULTS_KEY)
@@ -188,8 +223,11 @@ def merge_accounting(run: Any, new: dict[str, Any], report_file: Path, env: Mapp
     disk = None
     if report_file.is_file():
         try:
-            disk = json.loads(report_file.read_text(encoding="utf-8"))
-            targets.append(disk)
+            disk = parse_json(report_file.read_text(encoding="utf-8"))
+            if isinstance(disk, dict):
+                targets.append(disk)
+            else:
+                disk = None
         except (OSError, ValueError):
             disk = None
     if not targets:
@@ -201,15 +239,21 @@ def merge_accounting(run: Any, new: dict[str, Any], report_file: Path, env: Mapp
             for key, stats in extra[table].items():
                 row = rows.setdefault(key, {})
                 for name, value in stats.items():
-                    row[name] = int(row.get(name) or 0) + value
+                    row[name] = _count(row.get(name)) + value
         totals = report.setdefault("totals", {})
         for name, value in extra["totals"].items():
-            totals[name] = int(totals.get(name) or 0) + value
+            totals[name] = _count(totals.get(name)) + value
         report["batches"] = {"outcomes": dict(sorted(run.outcomes.items())), "submitted": run.submitted,
-                             "resumed": run.resumed, "lines_without_verdict": len(run.failures)}
+                             "resumed": run.resumed, "lines_without_verdict": len(run.failures), **run.line_counts(),
+                             "state_set_aside": run.state_set_aside}
         add_estimated_cost(report, env)  # the price table the replays were given
-    if disk is not None:
-        report_file.write_text(json.dumps(disk, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if disk is not None:  # strict JSON: a cost that is not a finite number is never written as a bare NaN
+        write_atomic(report_file, json.dumps(disk, indent=2, sort_keys=True, allow_nan=False) + "\n")
+
+
+def _count(value: Any) -> int:
+    """A stored count as a whole number >= 0 (anything else: 0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def accounting_lines(new: Mapping[str, Any]) -> list[str]:
@@ -227,6 +271,12 @@ def accounting_lines(new: Mapping[str, Any]) -> list[str]:
                              f"{s.get('cache_hits', 0)} cached verdict(s); input tokens {s.get('tokens_in', 0)} "
                              f"({s.get('cached_tokens', 0)} cached, {int(s.get('tokens_in', 0) or 0) - int(s.get('cached_tokens', 0) or 0)} "
                              f"uncached), output {s.get('tokens_out', 0)}")
+        batches = report.get("batches")
+        if isinstance(batches, Mapping):
+            lines.append("  judge batch lines: " + ", ".join(
+                f"{_count(batches.get(name))} {name.replace('_', ' ')}" for name in (
+                    "unknown_lines", "duplicate_lines", "conflicting_requests", "lines_answering_other_requests",
+                    "unreadable_lines")))
         line = cost_line(report)
         if line:
             lines.append(f"  {line}")

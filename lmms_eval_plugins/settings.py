@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 CACHE_ENV = "LMMS_EVAL_PLUGINS_CACHE"
@@ -29,13 +30,13 @@ class BadSetting(ValueError):
 
 
 def env_number(name: str, default: float, *, whole: bool = False, minimum: float | None = None,
-               clamp: bool = False) -> float:
-    """The number in ``name``, ``default`` when unset or blank.
+               clamp: bool = False, env: Mapping[str, str] | None = None) -> float:
+    """The number in ``name`` (of ``env``, default ``os.environ``), ``default`` when unset or blank.
 
-    Not a finite number (not a whole one with ``whole``): :class:`BadSetting`. Below ``minimum``: raised
-    to it with ``clamp``, else :class:`BadSetting`.
+    Not a finite number (not a whole one with ``whole``): :class:`BadSetting`, so ``nan`` and ``inf`` are
+    refused everywhere. Below ``minimum``: raised to it with ``clamp``, else :class:`BadSetting`.
     """
-    raw = os.environ.get(name, "").strip()
+    raw = str((os.environ if env is None else env).get(name) or "").strip()
     if not raw:
         return default
     kind = "whole number" if whole else "number"

@@ -116,6 +116,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from lmms_eval_plugins.safe_files import move_into_place, write_atomic
+
 BUILDER_VERSION = 1
 MARKER_NAME = "tiny_qwen_build.json"
 
@@ -451,7 +453,7 @@ def _build_into(folder: Path, seed: int) -> None:
         "files": files,
     }
     # written last: a folder without it is an unfinished build
-    (folder / MARKER_NAME).write_text(json.dumps(marker, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_atomic(folder / MARKER_NAME, json.dumps(marker, indent=2, sort_keys=True) + "\n")
 
 
 def build_tiny_qwen2_5_vl(out_dir: str | Path, *, seed: int = 0, overwrite: bool = False) -> Path:
@@ -491,7 +493,7 @@ def build_tiny_qwen2_5_vl(out_dir: str | Path, *, seed: int = 0, overwrite: bool
                 return out
             shutil.rmtree(out)
         try:
-            os.replace(tmp, out)
+            move_into_place(tmp, out)
         except OSError:
             if _is_complete(out, seed):  # a concurrent build won the rename
                 return out

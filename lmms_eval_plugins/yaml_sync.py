@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lmms_eval_plugins.benchmark import Benchmark, Metric, get, ordered_benchmarks
+from lmms_eval_plugins.safe_files import write_atomic
 
 GENERATED_MARK = "# metric_list: generated from the benchmark's spec.py by `lmms-eval-plugins sync-yaml`; edit the spec"
 # The top-level block: an optional generated-mark line, `metric_list:`, then its indented or `-` lines.
@@ -64,7 +65,7 @@ def sync(spec: Benchmark, *, check: bool = False) -> list[str]:
         elif new != text:
             problems.append(f"{spec.name}: {path} metric_list differs from the spec" + ("" if check else " (rewritten)"))
             if not check:
-                path.write_text(new, encoding="utf-8")
+                write_atomic(path, new)
     for name in declared_files(spec.tasks_dir):
         if name not in spec.metric_lists:
             problems.append(f"{spec.name}: {spec.tasks_dir / name} declares a metric_list its spec does not have")

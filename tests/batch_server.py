@@ -9,6 +9,13 @@ answered, the rest ``batch_expired``/``batch_cancelled`` in the error file); ``f
 no output at all). ``line_fault(custom_id, body)`` returns an error line's ``response`` or ``error`` for
 one line (a refusal, a 400), or None. A file of more than ``max_requests`` lines fails validation.
 
+Hostile behaviours (issue 36): ``output_edit(rows)`` rewrites the rows of each output file before it is
+stored (relabel, duplicate, add unknown lines; a ``str`` row is written as it is, e.g. JSON nested 100,000
+deep); ``retrieve_fault(batch_id, public)`` answers a poll instead, as (HTTP status, raw body) (a 404 for
+another account's batch, wrong types, deep nesting); ``download(file_id, content)`` serves a file's content
+as (chunks, seconds between bytes), without a Content-Length (an endless or trickled file); ``downloads``
+counts the GETs of each file's content, ``download_times`` the (start, end) of each served stream.
+
 Usage counts simulate a provider: prompt tokens are characters/4 of the messages; cached tokens are
 the prefix shared with the first request of the same system message (characters/4, in 128-token
 steps from ``min_cached_tokens``, as providers cache). Synchronous calls get the same counts;
@@ -22,7 +29,7 @@ import email.policy
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from judge_server import (
@@ -35,6 +42,9 @@ from judge_server import (
 )
 
 LineFault = Callable[[str, dict[str, Any]], "dict[str, Any] | None"]
+OutputEdit = Callable[[list[dict[str, Any]]], "list[dict[str, Any] | str]"]
+RetrieveFault = Callable[[str, dict[str, Any]], "tuple[int, bytes] | None"]
+Download = Callable[[str, bytes], "tuple[Iterable[bytes], float] | None"]
 
 
 def refused(message: str = "I cannot help with that request.") -> dict[str, Any]:
@@ -44,10 +54,16 @@ def refused(message: str = "I cannot help with that request.") -> dict[str, Any]
 
 class BatchServer(JudgeServer):
     def __init__(self, *args: Any, fate: Callable[[int], str] | None = None, line_fault: LineFault | None = None,
-                 max_requests: int = 50_000, min_cached_tokens: int = 1024, **kwargs: Any) -> None:
+                 max_requests: int = 50_000, min_cached_tokens: int = 1024, output_edit: OutputEdit | None = None,
+                 retrieve_fault: RetrieveFault | None = None, download: Download | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fate = fate or (lambda n: "completed")
         self.line_fault = line_fault
+        self.output_edit = output_edit
+        self.retrieve_fault = retrieve_fault
+        self.download = download
+        self.downloads: dict[str, int] = {}
+        self.download_times: list[tuple[float, float]] = []
         self.max_requests = max_requests
         self.min_cached_tokens = min_cached_tokens
         self.hold = False
@@ -58,6 +74,49 @@ class BatchServer(JudgeServer):
         self.polls = 0
         self._prefixes: dict[str, str] = {}  # system message -> the first request's text (the cached prefix)
         self._batch_lock = threading.RLock()
+
+    # -- hostile downloads: a streamed body without a length (replaces the judge server's GET handler) -----
+    def start(self) -> BatchServer:
+        super().start()
+        assert self._httpd is not None
+        plain, server = self._httpd.RequestHandlerClass, self
+
+        class Handler(plain):  # type: ignore[misc, valid-type]
+            def do_GET(self) -> None:
+                served = server._download(self.path)
+                if served is None:
+                    plain.do_GET(self)
+                    return
+                chunks, trickle = served
+                self.close_connection = True
+                started = time.monotonic()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/octet-stream")
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    for chunk in chunks:
+                        pieces = [chunk[i:i + 1] for i in range(len(chunk))] if trickle > 0 else [chunk]
+                        for piece in pieces:
+                            if trickle > 0 and server._stop.wait(trickle):
+                                return
+                            self.wfile.write(piece)
+                            self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):  # the client hung up (its cap or deadline)
+                    pass
+                finally:
+                    server.download_times.append((started, time.monotonic()))
+
+        self._httpd.RequestHandlerClass = Handler
+        return self
+
+    def _download(self, path: str) -> tuple[Iterable[bytes], float] | None:
+        parts = path.split("?")[0].rstrip("/").split("/")
+        if not path.split("?")[0].rstrip("/").endswith("/content") or parts[-2] not in self.contents:
+            return None
+        with self._batch_lock:
+            self.downloads[parts[-2]] = self.downloads.get(parts[-2], 0) + 1
+        return self.download(parts[-2], self.contents[parts[-2]]) if self.download else None
 
     # -- usage -----------------------------------------------------------------------------------
     def usage(self, body: dict[str, Any], completion: str) -> tuple[int, int, int]:
@@ -146,7 +205,11 @@ class BatchServer(JudgeServer):
             with self._batch_lock:
                 self.polls += 1
                 self._advance(parts[-1])
-                return 200, json.dumps(self._public(parts[-1])).encode(), "application/json"
+                public = self._public(parts[-1])
+                fault = self.retrieve_fault(parts[-1], public) if self.retrieve_fault else None
+                if fault is not None:
+                    return fault[0], fault[1], "application/json"
+                return 200, json.dumps(public).encode(), "application/json"
         if route.endswith("/batches"):
             with self._batch_lock:
                 data = [self._public(b) for b in reversed(list(self.batches))]
@@ -194,10 +257,11 @@ class BatchServer(JudgeServer):
             content = reply.content if reply is not None and reply.content is not None else canned_content(body)
             completion = completion_body(content, str(body.get("model")), self.usage(body, content), i)
             out.append({**record, "response": {"status_code": 200, "request_id": f"req_{i}", "body": completion}})
-        for kind, rows in (("output_file_id", out), ("error_file_id", err)):
+        edited: list[Any] = self.output_edit(out) if self.output_edit else out
+        for kind, rows in (("output_file_id", edited), ("error_file_id", err)):
             if rows:
                 file_id = f"file-{len(self.files)}"
-                data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+                data = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows).encode()
                 self.contents[file_id] = data
                 self.files[file_id] = {"id": file_id, "object": "file", "bytes": len(data), "created_at": int(time.time()),
                                        "filename": f"{kind}.jsonl", "status": "processed", "purpose": "batch_output"}

@@ -34,7 +34,8 @@ ER_MODULES = {"data", "errors", "media", "messages", "metrics", "outcome", "pars
               "parsing_markup", "parsing_steps", "parsing_times", "doc_fields",
               "benchmarks", "benchmarks.errorradar", "benchmarks.errorradar.tasks", "frame_cache",
               "settings", "benchmark", "yaml_index", "task_hooks", "benchmarks.errorradar.spec",
-              "benchmarks.errorradar.scoring", "benchmarks.errorradar.records", "run_state"}
+              "benchmarks.errorradar.scoring", "benchmarks.errorradar.records", "run_state", "safe_files",
+              "bounded_http"}
 
 # Run in a subprocess: import hooks that make `lmms_eval_plugins` unimportable, as on a machine with
 # stock lmms-eval only. Entry points of our judge group are hidden too (no installed metadata there).

@@ -119,7 +119,9 @@ def test_a_doc_id_logged_twice_is_refused_by_score_and_compare(tmp_path):
 
 
 @pytest.mark.parametrize("hostile, problem", [("[" * 100_000 + "]" * 100_000, "nested more than 100 levels deep"),
-                                              ("1" * 5000, "an integer of more than 4300 digits")])
+                                              ("1" * 5000, "an integer of more than 4300 digits"),
+                                              # issue 36: under Python's digit limit, but float() of it would crash
+                                              ("1" * 400, "an integer of more than 308 digits")])
 def test_deep_or_huge_json_in_a_results_file_is_a_named_error(tmp_path, hostile, problem):
     run = _copy_run(tmp_path)
     results = run / RESULTS
@@ -254,6 +256,9 @@ def _mmerror_record(question_id: str) -> dict[str, str]:
      "JSON nested more than 100 levels deep", "MMErroR_00001.json", "RecursionError"),
     (json.dumps(_mmerror_record("q" * 300)), "holds a name of 304 bytes; file systems allow 255", f"record: {'q' * 300}",
      "File name too long"),  # the image name is the question_id
+    # issue 36: a bidi override in an id (it shows as another id) is a named error, not a record
+    (json.dumps(_mmerror_record("MMErroR_\u202e10000")), "holds the bidi control U+202E",
+     "record:  MMErroR_\\u202e10000", "put the image there"),  # before: loaded, then a missing image
 ])
 def test_a_hostile_data_file_stops_lmms_eval_with_a_named_error(tmp_path, record_text, named, where, crash):
     from lmms_eval_plugins.cli_run import run_lmms_eval

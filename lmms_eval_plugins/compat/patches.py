@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_eval_plugins.compat import MARK
+from lmms_eval_plugins.safe_files import write_atomic
 
 RESULTS_KEY = "lmms_eval_plugins_judges"
 OPTIONS_KEY = "lmms_eval_plugins_options"  # the run's options as it decided them (run_state.RunState.options)
@@ -191,7 +192,7 @@ def install_results_hook() -> bool:
                 folder.mkdir(parents=True, exist_ok=True)
                 for i, report in enumerate(reports):
                     suffix = f".{i}" if i else ""
-                    (folder / f"judge_report_{datetime_str}{suffix}.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+                    write_atomic(folder / f"judge_report_{datetime_str}{suffix}.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
             except (OSError, AttributeError, TypeError) as exc:  # the results themselves must still be saved
                 logging.getLogger(__name__).warning(f"judge accounting not written beside the results: {exc}")
         return original(self, results, samples, datetime_str, *args, **kwargs)

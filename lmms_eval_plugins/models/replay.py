@@ -36,7 +36,7 @@ from lmms_eval.api.instance import Instance
 
 from lmms_eval_plugins.data import parse_json
 from lmms_eval_plugins.errors import DataError, PluginError
-from lmms_eval_plugins.logged_samples import DuplicateDocError, read_samples
+from lmms_eval_plugins.logged_samples import UnusableDocError, read_samples
 from lmms_eval_plugins.models._base import DocAnsweringModel
 from lmms_eval_plugins.runs import samples_path
 from lmms_eval_plugins.run_state import strict_mode
@@ -68,7 +68,7 @@ def load_samples(results_path: Path, task: str) -> dict[int, dict[str, Any]]:
                           "The run must be made with --log_samples; re-run lmms-eval with it")
     try:
         records = read_samples(path)
-    except DuplicateDocError as exc:
+    except UnusableDocError as exc:
         raise ReplayError(f"{path}: {exc.problem}: {exc.fix}") from exc
     except DataError as exc:
         raise ReplayError(f"{path}: {exc.problem}: the file is cut short or corrupt (an interrupted run?); "

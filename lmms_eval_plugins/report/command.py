@@ -6,17 +6,20 @@ import argparse
 import sys
 from pathlib import Path
 
+from lmms_eval_plugins.console import emit
 from lmms_eval_plugins.report.document import Figure, Report
 from lmms_eval_plugins.report.html_page import render_html
 from lmms_eval_plugins.report.markdown_page import render_markdown
 from lmms_eval_plugins.report.sections import build_report
 from lmms_eval_plugins.runs import Run, RunInputError, dedupe_labels, discover_runs
+from lmms_eval_plugins.safe_files import write_atomic
+from lmms_eval_plugins.safe_text import redact
 
 
 def write_report(report: Report, out_dir: Path, *, markdown: bool = True) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {"html": out_dir / "report.html"}
-    written["html"].write_text(render_html(report), encoding="utf-8")
+    write_atomic(written["html"], render_html(report))
     if markdown:
         figures = out_dir / "figures"
         if figures.is_dir():
@@ -26,9 +29,9 @@ def write_report(report: Report, out_dir: Path, *, markdown: bool = True) -> dic
             for block in sec.blocks:
                 if isinstance(block, Figure):
                     figures.mkdir(exist_ok=True)
-                    (figures / f"{block.id}.png").write_bytes(block.png)
+                    write_atomic(figures / f"{block.id}.png", block.png)
         written["markdown"] = out_dir / "report.md"
-        written["markdown"].write_text(render_markdown(report), encoding="utf-8")
+        write_atomic(written["markdown"], render_markdown(report))
     return written
 
 
@@ -66,18 +69,20 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             runs.extend(found)
     except RunInputError as exc:
-        print(f"lmms-eval-plugins report: error: {exc}", file=sys.stderr)
+        emit(f"lmms-eval-plugins report: error: {redact(exc)}", file=sys.stderr)
         return 2
     runs = [r for r in runs if r.tasks or r.notes]
     if not any(r.tasks for r in runs):
-        print("lmms-eval-plugins report: error: no task results in " + ", ".join(map(str, args.run_dirs)), file=sys.stderr)
+        emit("lmms-eval-plugins report: error: no task results in " + ", ".join(map(str, args.run_dirs)), file=sys.stderr)
         return 2
+    for run in runs:  # a label read from the model args (pretrained=URL) is shown everywhere: no credential in it
+        run.label = redact(run.label)
     dedupe_labels(runs)
     report = build_report(runs, title=args.title, plots=not args.no_plots, paper=not args.no_paper, extra_notes=notes)
     written = write_report(report, args.output, markdown=not args.no_markdown)
     for path in written.values():
-        print(f"wrote {path}")
+        emit(f"wrote {path}")
     if report.notes:
-        print(f"{len(report.notes)} note(s) in the report, e.g. {report.notes[0]}", file=sys.stderr)
+        emit(f"{len(report.notes)} note(s) in the report, e.g. {redact(report.notes[0])}", file=sys.stderr)
     return 0
 

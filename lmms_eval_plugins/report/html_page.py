@@ -20,6 +20,7 @@ from lmms_eval_plugins.report.document import (
     lead_number,
 )
 from lmms_eval_plugins.report.formatting import UNITS_LINE
+from lmms_eval_plugins.safe_text import escape_controls
 
 CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:0;color:#1b1f24;background:#fff;font-size:14px}
@@ -55,7 +56,7 @@ summary{cursor:pointer;font-weight:600}
 
 
 def _esc(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+    return html.escape(escape_controls(text), quote=True)  # text from stored runs: no markup, no control characters
 
 
 def table_html(table: Table) -> str:

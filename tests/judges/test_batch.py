@@ -23,6 +23,7 @@ from lmms_eval_plugins.judges.batch import (
     BatchSettings,
     BatchStateError,
     read_state,
+    write_state,
 )
 from lmms_eval_plugins.judges.batch_requests import (
     BatchRequest,
@@ -181,7 +182,7 @@ def test_a_batch_created_before_its_record_is_found_by_its_file(batch_env):
         run = run_all(client, requests, wait=0)
         state = read_state(folder / STATE_FILE)
         del state["batches"][0]["batch_id"]  # the kill came after the create, before its record
-        (folder / STATE_FILE).write_text(json.dumps(state))
+        write_state(folder / STATE_FILE, state)  # as this machine would have recorded it (signed)
         again = run_all(client, requests)
         assert run.submitted == ["batch_0"] and again.submitted == [] and len(server.batches) == 1
         assert again.verdicts == 3
@@ -227,12 +228,19 @@ def test_refused_failed_and_unparseable_lines_stay_without_verdict(batch_env):
         assert run.accounting.snapshot()["totals"]["batch_failed"] == 2
 
 
-def test_a_damaged_state_file_is_a_named_error(batch_env):
+def test_a_damaged_state_file_is_set_aside_with_a_named_warning_and_its_requests_planned_afresh(batch_env):
+    # issue 36: a damaged state no longer stops every later run; it is kept under another name, never deleted
     with BatchServer(lifetime=60) as server:
-        client, _, folder, _ = batch_env(server)
+        client, _, folder, logged = batch_env(server)
         (folder / STATE_FILE).write_text("{not json")
-        with pytest.raises(BatchStateError, match=f"{STATE_FILE}.*delete"):
-            client.submit(requests_for(1, server.base_url), BatchRun())
+        with pytest.raises(BatchStateError, match=f"{STATE_FILE} is not readable JSON.*delete"):
+            read_state(folder / STATE_FILE)
+        run = run_all(client, requests_for(1, server.base_url))
+        assert run.submitted == ["batch_0"] and run.verdicts == 1
+        aside = [p for p in folder.iterdir() if p.name.startswith(f"{STATE_FILE}.untrusted-")]
+        assert len(aside) == 1 and aside[0].read_text() == "{not json"
+        assert any(line.startswith("judge batch state not trusted:") and aside[0].name in line for line in logged), logged
+        assert run.state_set_aside == aside[0].name
 
 
 # ---- inside the replay: collecting and cache-only ----------------------------------------------------

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
 import sqlite3
 import time
 from urllib.parse import quote
@@ -137,3 +139,11 @@ def test_hostile_judge_replies_and_a_hand_edited_cache_through_the_cli(tmp_path,
     assert "its HMAC does not match its content" in run.output
     assert any(b["messages"][1]["content"].startswith("<<<BEGIN QUESTION>>>\nQuestion 7?") for b in server.requests)
     assert run.results["results"][TASK]["judge_errors,none"] == 4
+    # issue 36, case 9: `score` of this recipe-built task (no `unscored` metric) against the same judge must not
+    # say "every sample scored" and exit 0 while 4 judge errors leave samples out of the judged metric
+    rescore = subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", "score", str(out), "--include_path",
+                              str(task_dir)], capture_output=True, text=True, timeout=600, check=False)
+    said = rescore.stdout + rescore.stderr
+    assert "Traceback" not in said, said[-3000:]
+    assert rescore.returncode == 1 and "every sample scored" not in said, said[-3000:]
+    assert "4 sample(s) still unscored" in said and "judge error:" in said, said[-3000:]

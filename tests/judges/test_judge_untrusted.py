@@ -213,8 +213,10 @@ def test_the_secret_is_private_and_made_once(tmp_path):
     secret = load_secret(path)
     assert len(secret) == 32 and stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert load_secret(path) == secret
-    os.chmod(path, 0o644)
-    assert load_secret(path) == secret and stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    os.chmod(path, 0o644)  # readable by others: anyone could have forged rows with it, so it is replaced (issue 36)
+    rotated = load_secret(path)
+    assert rotated != secret and stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert load_secret(path) == rotated
 
 
 def test_an_unsigned_cache_from_before_is_asked_again(server, tmp_path, fast):

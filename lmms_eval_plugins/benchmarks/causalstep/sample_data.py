@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lmms_eval_plugins.safe_files import write_atomic
+
 _CAUSALSTEP_VIDEOS = [
     ("cs001", "Cartoons", [
         (4.0, "A cat chases a red ball across the kitchen floor.", None, None),
@@ -96,7 +98,7 @@ def make_causalstep(folder: Path) -> None:
             start += seconds
         make_video(folder / "videos" / f"{video_id}.mp4", seconds=start, fps=4, width=96, height=72, seed=number)
         records.append({"video_id": video_id, "video": f"videos/{video_id}.mp4", "category": category, "segments": rows})
-    (folder / "causalstep.json").write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_atomic(folder / "causalstep.json", json.dumps(records, indent=1, ensure_ascii=False) + "\n")
 
 
 # ViRectify: (video number, domain, source, error_type, solution_source, question, answer, solution steps,

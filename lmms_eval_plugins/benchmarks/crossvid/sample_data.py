@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lmms_eval_plugins.safe_files import write_atomic
+
 _CROSSVID_VIDEOS = {  # path under videos/ -> (seconds, seed)
     **{f"behavior/bh{k}.mp4": (5, 10 + k) for k in range(1, 5)},
     **{f"movie/mv{k}.mp4": (5, 20 + k) for k in range(1, 5)},
@@ -126,7 +128,7 @@ def make_crossvid(folder: Path) -> None:
         records = [{"id": track, "bbox": boxes} for track, boxes in tracks]
         path = folder / "uav" / "bbox" / str(view) / f"{vid}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")
+        write_atomic(path, json.dumps(records, indent=1) + "\n")
     (folder / "QA").mkdir(parents=True, exist_ok=True)
     for task, records in _CROSSVID_QA.items():
-        (folder / "QA" / f"{task}.json").write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_atomic(folder / "QA" / f"{task}.json", json.dumps(records, indent=1, ensure_ascii=False) + "\n")

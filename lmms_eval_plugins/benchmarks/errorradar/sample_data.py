@@ -10,6 +10,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from lmms_eval_plugins.safe_files import atomic_writer
 
 # question_id, question_type, level, content, answer, user_answer, steps, error_step, error_category (as spelled in the data)
 _ERRORRADAR_ROWS = [
@@ -50,13 +51,14 @@ def _errorradar_image(seed: int) -> Image.Image:
 
 def make_errorradar(folder: Path) -> None:
     (folder / "images").mkdir(parents=True, exist_ok=True)
-    with open(folder / "ErrorRadar_dataset.csv", "w", newline="", encoding="utf-8") as handle:
+    with atomic_writer(folder / "ErrorRadar_dataset.csv", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(["question_id", "content_image", "study_level", "question_type", "content", "answer",
                          "user_answer", "user_answer_steps", "error_step", "error_category"])
         for seed, (name, qtype, level, content, answer, user_answer, steps, step, category) in enumerate(_ERRORRADAR_ROWS):
             question_id = hashlib.md5(name.encode()).hexdigest()  # the real ids are 32 hex chars
-            _errorradar_image(seed).save(folder / "images" / f"{question_id}.png", optimize=False)
+            with atomic_writer(folder / "images" / f"{question_id}.png", binary=True) as out:
+                _errorradar_image(seed).save(out, format="PNG", optimize=False)
             writer.writerow([question_id, f"https://example.invalid/errorradar/{question_id}.png", level, qtype, content,
                              answer, user_answer, "\n".join(steps), f"Step {step}", category])
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from lmms_eval_plugins.safe_files import atomic_writer, write_atomic
+
 _MMERROR_ROWS = [
     (1, "A_Visual_Perception_Error", "Mathematics", "Geometry", "How many triangles are in the figure?", "4",
      "Step 1: The figure shows three triangles. Step 2: Counting them gives 3. Step 3: So the answer is 3."),
@@ -59,14 +61,16 @@ def make_mmerror(folder: Path) -> None:
         record = {"question_id": question_id, "question": question, "correct_answer": correct_answer,
                   "error_reason": chain, "label": label, "domain": domain, "subdomain": subdomain}
         records.append(record)
-        (jsons / f"{question_id}.json").write_text(json.dumps(record, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        write_atomic(jsons / f"{question_id}.json", json.dumps(record, ensure_ascii=False, indent=2) + "\n")
         image = _mmerror_image(number)
         if number % 4 == 0:  # the real data mixes formats; the reader looks up png, jpg, jpeg, webp
-            image.save(images / f"{question_id}.jpg", quality=90)
+            with atomic_writer(images / f"{question_id}.jpg", binary=True) as out:
+                image.save(out, format="JPEG", quality=90)
         else:
-            image.save(images / f"{question_id}.png", optimize=False)
+            with atomic_writer(images / f"{question_id}.png", binary=True) as out:
+                image.save(out, format="PNG", optimize=False)
     # The hub also holds an aggregate file; readers must ignore it.
-    (jsons / "MMErroR_all.json").write_text(json.dumps(records, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    write_atomic(jsons / "MMErroR_all.json", json.dumps(records, ensure_ascii=False, indent=2) + "\n")
 
 
 # CausalStep: (video_id, category, [(segment seconds, event, causal question or None, causal answer or None), ...])

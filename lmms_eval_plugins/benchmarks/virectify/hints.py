@@ -17,6 +17,7 @@ from lmms_eval_plugins.data import DataSource, read_jsonl, safe_path
 from lmms_eval_plugins.errors import DataError
 from lmms_eval_plugins.logged_samples import read_samples
 from lmms_eval_plugins.parsing import extract_tag, parse_intervals, strip_reasoning
+from lmms_eval_plugins.safe_files import write_atomic
 
 HINTS_ENV = "LMMS_EVAL_PLUGINS_VIRECTIFY_HINTS"
 
@@ -130,5 +131,5 @@ def hints_from_samples(samples_path: str | Path, out_path: str | Path) -> int:
         lines.append(json.dumps({"id": record_id, "error_identify": extract_tag(body, "error_identify") or "",
                                  "timestamps": extract_tag(body, "timestamps") or "",
                                  "rationale": extract_tag(body, "rationale") or ""}, ensure_ascii=False))
-    Path(out_path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_atomic(Path(out_path), "\n".join(lines) + "\n")
     return len(lines)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lmms_eval_plugins.safe_files import write_atomic
+
 _VIRECTIFY_RECORDS = [
     (1, "dynamic_perception", "MVBench", "visual_perception", "gpt-4o-injection",
      "How many times does the ball bounce before it comes to rest?", "3",
@@ -154,7 +156,7 @@ def make_virectify(folder: Path) -> None:
                   "error_identify": {f"step{k}": list(label) for k, label in enumerate(labels, start=1)},
                   "error_graph": graph, "timestamps": stamps, "rationale": rationale}
         lines.append(json.dumps(record, ensure_ascii=False))
-    (folder / "virectify.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_atomic(folder / "virectify.jsonl", "\n".join(lines) + "\n")
 
 
 # CrossVid: tiny videos (96x72, 4 fps) shared by the tasks, two UAV scenes (two views of 6 numbered
