@@ -25,15 +25,11 @@ closes the batch, keeping the verdicts it returned, and its other requests are s
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
-import os
 import re
-import stat
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -42,33 +38,43 @@ from typing import Any
 from .accounting import Accounting
 from .base import JudgeConfigError, ReplyParseError, verdict_nonce
 from .batch_requests import (
-    ID_HEX,
-    ID_PREFIX,
     BatchRequest,
     OutputLine,
     read_output_line,
     request_line,
     split_batches,
 )
+from .batch_state import (  # noqa: F401 (re-exported: the state file's API is used through this module too)
+    DEFAULT_MAX_STATE_BYTES,
+    ENV_MAX_STATE_BYTES,
+    STATE_FILE,
+    BatchStateError,
+    check_state,
+    covered_ids,
+    entry_count,
+    entry_id_list,
+    entry_ids,
+    ids_text,
+    read_state,
+    set_aside,
+    state_text,
+    write_state,
+)
 from .cache import VerdictCache
 from .endpoint import Endpoint
 from .redaction import Redactor
 from .reply import MalformedResponse, cached_tokens, read_completion
 
-STATE_FILE = "judge_batches.json"
-STATE_VERSION = 2  # 1: unsigned, one custom_id per list item (set aside when met)
 ENV_MAX_REQUESTS = "LMMS_EVAL_PLUGINS_JUDGE_BATCH_MAX_REQUESTS"
 ENV_MAX_BYTES = "LMMS_EVAL_PLUGINS_JUDGE_BATCH_MAX_BYTES"
 ENV_POLL = "LMMS_EVAL_PLUGINS_JUDGE_BATCH_POLL"
 ENV_MAX_OUTPUT_BYTES = "LMMS_EVAL_PLUGINS_JUDGE_BATCH_MAX_OUTPUT_BYTES"
 ENV_DOWNLOAD_DEADLINE = "LMMS_EVAL_PLUGINS_JUDGE_BATCH_DOWNLOAD_DEADLINE"
-ENV_MAX_STATE_BYTES = "LMMS_EVAL_PLUGINS_JUDGE_BATCH_MAX_STATE_BYTES"
 DEFAULT_MAX_REQUESTS = 50_000  # OpenAI's limit per batch input file
 DEFAULT_MAX_BYTES = 190_000_000  # under OpenAI's 200 MB file limit
 DEFAULT_POLL_S = 30.0
 DEFAULT_MAX_OUTPUT_BYTES = 256 * 2**20  # one output or error file (a judge line is about 1 KB)
 DEFAULT_DOWNLOAD_DEADLINE = 600.0  # seconds for one output or error file, in total
-DEFAULT_MAX_STATE_BYTES = 64 * 2**20  # about 1.3 million recorded requests
 CONTROL_MAX_BYTES = 4 * 2**20  # the reply to a control call: a batch or file object, a page of 100 batches
 MIN_EXCHANGE_S = 2.0  # the least an exchange gets when --batch-wait is nearly spent (a first poll still happens)
 TERMINAL = ("completed", "failed", "expired", "cancelled")
@@ -78,17 +84,6 @@ OUTCOMES = {"completed": "completed", "failed": "failed: the provider refused th
             "expired": "expired: not finished within the completion window", "cancelled": "cancelled"}
 _API_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}")  # a file or batch id: it goes into a URL path
 _TAG_NONCE = re.compile(r"score-([0-9a-f]{12})")
-_MAC_DOMAIN = b"lmms-eval-plugins judge_batches.json entry v2\n"  # never the same bytes as a cache row's MAC
-# the fields of a state entry and their types (a signed entry has them by construction; checked anyway)
-_ENTRY_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "endpoint": str, "ids": str, "lines": int, "bytes": int, "status": str, "recorded_at": str, "file_id": str,
-    "batch_id": str, "ingested": bool, "outcome": str, "verdicts": int, "failed": int, "errors": list,
-    "done_requests": int, "unknown_lines": int, "duplicate_lines": int, "mac": str,
-}
-
-
-class BatchStateError(ValueError):
-    """``judge_batches.json`` cannot be used or set aside; the message names the file and the fix."""
 
 
 class BatchUnreachable(RuntimeError):
@@ -161,149 +156,6 @@ class BatchRun:
         return {"unknown_lines": self.unknown_lines, "duplicate_lines": self.duplicate_lines,
                 "conflicting_requests": self.conflicting, "lines_answering_other_requests": self.relabelled,
                 "unreadable_lines": self.unreadable_lines}
-
-
-# ---- the state file: compact, signed, verified when read ------------------------------------------------
-
-
-def ids_text(custom_ids: Iterable[str]) -> str:
-    """The custom_ids of a batch as stored: their hex digits, concatenated (no list of strings to parse)."""
-    return "".join(cid[len(ID_PREFIX):] for cid in custom_ids)
-
-
-def entry_id_list(entry: Mapping[str, Any]) -> list[str]:
-    text = entry["ids"]
-    return [ID_PREFIX + text[i:i + ID_HEX] for i in range(0, len(text), ID_HEX)]
-
-
-def entry_ids(entry: Mapping[str, Any]) -> set[str]:
-    return set(entry_id_list(entry))
-
-
-def entry_count(entry: Mapping[str, Any]) -> int:
-    return len(entry["ids"]) // ID_HEX
-
-
-def entry_mac(secret: bytes, entry: Mapping[str, Any]) -> str:
-    """HMAC-SHA256 (hex) of every field of an entry but its ``mac``: endpoint, custom_ids, file and batch ids, status."""
-    body = {k: v for k, v in entry.items() if k != "mac"}
-    blob = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-    return hmac.new(secret, _MAC_DOMAIN + blob.encode("ascii"), hashlib.sha256).hexdigest()
-
-
-def entry_problem(secret: bytes, entry: Any) -> str | None:
-    """Why a state entry is not resumed (None: this user recorded it, unchanged)."""
-    if not isinstance(entry, dict):
-        return "not an object"
-    mac = entry.get("mac")
-    if not isinstance(mac, str) or not mac:
-        return "not signed"
-    try:
-        expected = entry_mac(secret, entry)
-    except (TypeError, ValueError, RecursionError):
-        return "its fields cannot be signed"
-    if not hmac.compare_digest(mac, expected):
-        return "its signature does not hold (recorded by another user or machine, or edited)"
-    for name, kind in _ENTRY_FIELDS.items():
-        value = entry.get(name)
-        if name in entry and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
-            return f"field {name!r} is not a {getattr(kind, '__name__', kind)}"
-    ids = entry.get("ids")
-    if not isinstance(entry.get("endpoint"), str) or not isinstance(ids, str) or len(ids) % ID_HEX or ids.strip("0123456789abcdef"):
-        return "it lacks its endpoint or custom_ids"
-    return None
-
-
-def _read_capped(path: Path, max_bytes: int) -> bytes:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    with os.fdopen(os.open(path, flags), "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise OSError("not a regular file")
-        data = handle.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise ValueError(f"over {max_bytes:,} bytes")
-    return data
-
-
-def check_state(path: Path, secret: bytes, max_bytes: int = DEFAULT_MAX_STATE_BYTES) -> tuple[dict[str, Any], str | None]:
-    """(the state to use: the verified entries only; why the file is not trusted as it is, None when it is)."""
-    from lmms_eval_plugins.data import parse_json
-
-    empty: dict[str, Any] = {"version": STATE_VERSION, "batches": []}
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return empty, None
-    except OSError as exc:
-        return empty, f"cannot be read ({exc.strerror or exc})"
-    if stat.S_ISLNK(st.st_mode):
-        return empty, "is a symbolic link"
-    if not stat.S_ISREG(st.st_mode):
-        return empty, "is not a regular file"
-    if st.st_size > max_bytes:
-        return empty, f"is {st.st_size:,} bytes, over the cap of {max_bytes:,} ({ENV_MAX_STATE_BYTES})"
-    try:
-        data = parse_json(_read_capped(path, max_bytes).decode("utf-8"))  # bounded: deep nesting is a named error
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        return empty, f"is not readable JSON ({str(exc)[:200]})"
-    if not isinstance(data, dict) or not isinstance(data.get("batches"), list):
-        return empty, "is not a batch record"
-    if data.get("version") != STATE_VERSION:
-        return empty, (f"is a version-{str(data.get('version'))[:20]} batch record (written by an older version of the "
-                       "plugin, unsigned)")
-    kept, refused = [], []
-    for i, entry in enumerate(data["batches"]):
-        problem = entry_problem(secret, entry)
-        if problem is None:
-            kept.append(entry)
-        else:
-            refused.append(f"batches[{i}] {problem}")
-    state = {"version": STATE_VERSION, "batches": kept}
-    if refused:
-        return state, f"has {len(refused)} of {len(data['batches'])} batch(es) this user did not record here ({refused[0]})"
-    return state, None
-
-
-def read_state(path: Path, secret: bytes | None = None, max_bytes: int = DEFAULT_MAX_STATE_BYTES) -> dict[str, Any]:
-    """The state, every entry verified under ``secret`` (default: this user's judge cache secret);
-    :class:`BatchStateError` naming the file and why when it does not verify."""
-    from .cache import load_secret
-
-    state, problem = check_state(Path(path), load_secret() if secret is None else secret, max_bytes)
-    if problem is not None:
-        raise BatchStateError(f"{path} {problem}; delete it (or let score --batch set it aside) to plan its requests afresh")
-    return state
-
-
-def state_text(state: Mapping[str, Any], secret: bytes) -> str:
-    """The state file's text: every entry signed, compact JSON (no indent; strict: no NaN)."""
-    for entry in state["batches"]:
-        entry["mac"] = entry_mac(secret, entry)
-    return json.dumps(state, separators=(",", ":"), allow_nan=False) + "\n"
-
-
-def write_state(path: Path, state: Mapping[str, Any], secret: bytes | None = None) -> str:
-    """Sign and write the state (through the one atomic writer, mode 0600); returns the text written."""
-    from lmms_eval_plugins.safe_files import write_atomic
-
-    from .cache import load_secret
-
-    text = state_text(state, load_secret() if secret is None else secret)
-    write_atomic(path, text, mode=0o600)
-    return text
-
-
-def set_aside(path: Path) -> Path:
-    """Rename an untrusted state file (or link) out of the way, never deleting it; returns its new path."""
-    from lmms_eval_plugins.safe_files import move_into_place
-
-    aside = path.with_name(f"{path.name}.untrusted-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
-    return move_into_place(path, aside)
-
-
-def covered_ids(state: Mapping[str, Any], endpoint: str) -> set[str]:
-    """custom_ids carried by this endpoint's batches that may still return verdicts (not yet ingested)."""
-    return {cid for e in state["batches"] if e["endpoint"] == endpoint and not e.get("ingested") for cid in entry_id_list(e)}
 
 
 # ---- reading a line ---------------------------------------------------------------------------------
@@ -409,6 +261,14 @@ def classify(exc: BaseException) -> tuple[bool, str] | None:
     if isinstance(exc, (ValueError, TypeError, AttributeError, KeyError, IndexError)):
         return False, f"an unreadable reply ({str(exc)[:200] or type(exc).__name__})"
     return None
+
+
+def classified(exc: BaseException) -> tuple[bool, str]:
+    """:func:`classify`, re-raising an exception that is not a failed exchange (a bug stays a traceback)."""
+    failure = classify(exc)
+    if failure is None:
+        raise exc
+    return failure
 
 
 # ---- the client side -------------------------------------------------------------------------------
@@ -544,10 +404,7 @@ class BatchClient:
                                        completion_window="24h", metadata={"created_by": "lmms-eval-plugins score --batch"})
             entry.update(batch_id=_api_id(batch.id, "batch id"), status=_status(batch.status))
         except Exception as exc:  # classified: a named outcome, never a traceback
-            failure = classify(exc)
-            if failure is None:
-                raise
-            transient, why = failure
+            transient, why = classified(exc)
             if transient:
                 raise BatchUnreachable(f"could not reach {self.endpoint.display} while submitting a judge batch ({why}); "
                                        f"what was recorded is kept in {self.state_path}: run the same command again") from None
@@ -616,10 +473,7 @@ class BatchClient:
             counts = getattr(batch, "request_counts", None)
             done = _count(getattr(counts, "completed", 0)) + _count(getattr(counts, "failed", 0))
         except Exception as exc:  # classified: a named outcome, never a traceback
-            failure = classify(exc)
-            if failure is None:
-                raise
-            transient, why = failure
+            transient, why = classified(exc)
             if transient:
                 note = (f"judge batch {entry['batch_id']}: could not poll it at {self.endpoint.display} ({why}); it is kept "
                         "in judge_batches.json: run the same command again")
@@ -696,10 +550,7 @@ class BatchClient:
             except _OutOfWait:
                 return "waiting"  # nothing stored: read again whole by the next poll
             except Exception as exc:  # classified: a named outcome, never a traceback
-                failure = classify(exc)
-                if failure is None:
-                    raise
-                transient, why = failure
+                transient, why = classified(exc)
                 if transient and "deadline" not in why:
                     run.notes.append(f"judge batch {entry['batch_id']}: could not download its {attr.replace('_', ' ')} "
                                      f"({why}); it is kept: run the same command again")

@@ -36,8 +36,10 @@ from urllib.parse import urlsplit, urlunsplit
 from loguru import logger
 
 from lmms_eval_plugins.safe_files import (
+    UnsafePathError,
     make_private,
     move_into_place,
+    read_stored,
     write_atomic,
     write_new,
 )
@@ -116,31 +118,33 @@ def _check_secret_file(path: Path) -> tuple[bytes, os.stat_result]:
     """The secret in ``path`` and its stat, checked before anything is changed: a regular file (not a
     link, folder or FIFO) owned by this user, holding at least 16 bytes as hex.  Else CacheSecretError."""
     try:  # read-only, never through a link, never blocking on a FIFO
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        what = "a symbolic link" if os.path.islink(path) else f"unreadable ({exc.strerror or exc})"
+        data, st = read_stored(path, _SECRET_MAX_BYTES)
+    except UnsafePathError as exc:
+        if "symbolic link" in str(exc):
+            raise CacheSecretError(
+                f"the judge cache secret {path} is a symbolic link; give the secret file itself (a regular file of "
+                f"yours, mode 0600) with --secret or {ENV_CACHE_SECRET}"
+            ) from None
         raise CacheSecretError(
-            f"the judge cache secret {path} is {what}; give the secret file itself (a regular file of yours, "
-            f"mode 0600) with --secret or {ENV_CACHE_SECRET}"
+            f"the judge cache secret {path} is not a regular file (a folder or a device); nothing was changed. "
+            f"Give the secret file itself with --secret or {ENV_CACHE_SECRET}"
         ) from None
+    except ValueError:
+        raise CacheSecretError(
+            f"the judge cache secret {path} does not hold a secret (it holds more than {_SECRET_MAX_BYTES} bytes); if it "
+            "is this machine's secret, delete it to make a new one (the cached verdicts are then asked again)"
+        ) from None
+    except OSError as exc:
+        raise CacheSecretError(
+            f"the judge cache secret {path} is unreadable ({exc.strerror or exc}); give the secret file itself (a "
+            f"regular file of yours, mode 0600) with --secret or {ENV_CACHE_SECRET}"
+        ) from None
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise CacheSecretError(
+            f"the judge cache secret {path} belongs to another user (uid {st.st_uid}), who could forge cache rows; "
+            "copy it to a file of your own, mode 0600"
+        )
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise CacheSecretError(
-                f"the judge cache secret {path} is not a regular file (a folder or a device); nothing was changed. "
-                f"Give the secret file itself with --secret or {ENV_CACHE_SECRET}"
-            )
-        if hasattr(os, "getuid") and st.st_uid != os.getuid():
-            raise CacheSecretError(
-                f"the judge cache secret {path} belongs to another user (uid {st.st_uid}), who could forge cache rows; "
-                "copy it to a file of your own, mode 0600"
-            )
-        data = os.read(fd, _SECRET_MAX_BYTES + 1)
-    finally:
-        os.close(fd)
-    try:
-        if len(data) > _SECRET_MAX_BYTES:
-            raise ValueError(f"it holds more than {_SECRET_MAX_BYTES} bytes")
         secret = bytes.fromhex(data.decode("ascii").strip())
     except (UnicodeDecodeError, ValueError) as exc:
         raise CacheSecretError(

@@ -62,6 +62,27 @@ def _refuse_unsafe(path: Path, *, owned: bool) -> os.stat_result | None:
     return st
 
 
+def read_stored(path: str | os.PathLike[str], max_bytes: int) -> tuple[bytes, os.stat_result]:
+    """The bytes of a file the plugin stored (a secret, a state file) and its stat, read the one safe way:
+    never through a link, never blocking on a FIFO, only a regular file, at most ``max_bytes`` (more is a
+    ValueError).  A link or non-regular file is an :class:`UnsafePathError`; the caller checks the content."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
+    except OSError:
+        if os.path.islink(path):
+            raise UnsafePathError(path, "a symbolic link") from None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # checked before fdopen, which refuses a folder with its own error
+        os.close(fd)
+        raise UnsafePathError(path, "not a regular file")
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"over {max_bytes:,} bytes")
+    return data, st
+
+
 def _create_temp(folder: Path, name: str, mode: int) -> tuple[int, Path]:
     """A new file in ``folder`` that this process made (never an existing file, never a link)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC

@@ -241,3 +241,25 @@ def test_open_append_refuses_links_and_write_new_creates_once(tmp_path):
     assert not make_private(tmp_path / "absent", create=False) and not (tmp_path / "absent").exists()
     with pytest.raises(UnsafePathError):
         make_private(tmp_path / "lock")
+
+
+def test_stored_state_is_read_the_one_safe_way(tmp_path):
+    import os
+
+    import pytest
+
+    from lmms_eval_plugins.safe_files import UnsafePathError, read_stored
+
+    (tmp_path / "state").write_bytes(b"12345")
+    assert read_stored(tmp_path / "state", 5)[0] == b"12345"
+    with pytest.raises(ValueError, match="over 4 bytes"):
+        read_stored(tmp_path / "state", 4)
+    os.symlink(tmp_path / "state", tmp_path / "link")
+    with pytest.raises(UnsafePathError, match="a symbolic link"):
+        read_stored(tmp_path / "link", 5)
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(UnsafePathError, match="not a regular file"):
+        read_stored(tmp_path / "folder", 5)
+    os.mkfifo(tmp_path / "fifo")  # planted: must neither block nor be read
+    with pytest.raises(UnsafePathError, match="not a regular file"):
+        read_stored(tmp_path / "fifo", 5)

@@ -15,11 +15,11 @@ import time
 import pytest
 from batch_server import BatchServer
 from judge_server import TEST_API_KEY
+from test_batch import batch_env, run_all  # noqa: F401 (batch_env: the shared client-making fixture)
 from lmms_eval_plugins.judges import JudgeItem
 from lmms_eval_plugins.judges.batch import (
     STATE_FILE,
     BatchClient,
-    BatchRun,
     BatchSettings,
     BatchStateError,
     check_state,
@@ -55,26 +55,6 @@ def requests_for(n: int, base_url: str, *, rubric: bool = False) -> list[BatchRe
     return out
 
 
-@pytest.fixture
-def make(tmp_path):
-    def build(server: BatchServer, **settings):
-        cache = VerdictCache(tmp_path / "cache.sqlite3")
-        folder = tmp_path / "run"
-        folder.mkdir(exist_ok=True)
-        logged: list[str] = []
-        client = BatchClient(Endpoint(server.base_url, TEST_API_KEY), cache, folder,
-                             BatchSettings(poll_s=0.01, **settings), log=logged.append)
-        return client, cache, folder, logged
-    return build
-
-
-def run_all(client, requests, wait=None):
-    run = BatchRun()
-    state = client.submit(requests, run)
-    client.collect(requests, state, run, wait)
-    return run
-
-
 def flip(rows):
     """Every binary verdict inverted (a forged batch of 'another user')."""
     for row in rows:
@@ -86,9 +66,9 @@ def flip(rows):
 # ---- case 4: the state is bound to this user ------------------------------------------------------------
 
 
-def test_a_copied_state_naming_another_users_batch_and_file_is_set_aside_and_never_used(make, tmp_path):
+def test_a_copied_state_naming_another_users_batch_and_file_is_set_aside_and_never_used(batch_env, tmp_path):
     with BatchServer(lifetime=60) as server:
-        client, cache, folder, logged = make(server)
+        client, cache, folder, logged = batch_env(server)
         requests = requests_for(6, server.base_url)
         # "another user": the same requests, batched and answered with every verdict flipped, state signed by another secret
         server.output_edit = flip
@@ -117,9 +97,9 @@ def test_a_copied_state_naming_another_users_batch_and_file_is_set_aside_and_nev
         assert [e["batch_id"] for e in read_state(folder / STATE_FILE)["batches"]] == ["batch_1"]
 
 
-def test_an_edited_entry_is_refused_and_the_signed_ones_are_resumed(make):
+def test_an_edited_entry_is_refused_and_the_signed_ones_are_resumed(batch_env):
     with BatchServer(lifetime=60) as server:
-        client, cache, folder, logged = make(server, max_requests=3)
+        client, cache, folder, logged = batch_env(server, max_requests=3)
         requests = requests_for(6, server.base_url)
         server.hold = True
         first = run_all(client, requests, wait=0)
@@ -134,7 +114,7 @@ def test_an_edited_entry_is_refused_and_the_signed_ones_are_resumed(make):
         assert any("1 of 2 batch(es)" in line and "signature does not hold" in line for line in logged), logged
 
 
-def test_unsigned_and_older_states_do_not_verify(make, tmp_path):
+def test_unsigned_and_older_states_do_not_verify(batch_env, tmp_path):
     secret = b"s" * 32
     path = tmp_path / STATE_FILE
     path.write_text(json.dumps({"version": 1, "batches": [{"endpoint": "h", "custom_ids": [], "batch_id": "b"}]}))
@@ -159,9 +139,9 @@ def rotate(rows):
     return [{**r, "custom_id": ids[(i + 1) % len(ids)]} for i, r in enumerate(rows)]
 
 
-def test_relabelled_lines_are_caught_by_the_rubric_nonce_and_the_batch_is_not_trusted(make):
+def test_relabelled_lines_are_caught_by_the_rubric_nonce_and_the_batch_is_not_trusted(batch_env):
     with BatchServer(lifetime=60, output_edit=rotate) as server:
-        client, cache, _, _ = make(server)
+        client, cache, _, _ = batch_env(server)
         requests = requests_for(4, server.base_url, rubric=True)
         run = run_all(client, requests)
         assert run.verdicts == 0 and cache.get_many(r.key for r in requests) == {}
@@ -169,14 +149,14 @@ def test_relabelled_lines_are_caught_by_the_rubric_nonce_and_the_batch_is_not_tr
         assert sum("answers another request" in why for why in run.failures.values()) == run.relabelled
 
 
-def test_duplicates_that_disagree_are_a_judge_error_and_unknown_lines_are_counted(make):
+def test_duplicates_that_disagree_are_a_judge_error_and_unknown_lines_are_counted(batch_env):
     def edit(rows):
         first = json.loads(json.dumps(rows[0]))
         flip([first])  # the same request, the other verdict
         return [*rows, first, rows[1], {**rows[2], "custom_id": "lep-" + "f" * 48}, {**rows[2], "custom_id": "x" * 500}]
 
     with BatchServer(lifetime=60, output_edit=edit) as server:
-        client, cache, folder, _ = make(server)
+        client, cache, folder, _ = batch_env(server)
         requests = requests_for(4, server.base_url)
         run = run_all(client, requests)
         assert (run.duplicate_lines, run.conflicting, run.unknown_lines) == (2, 1, 2)
@@ -191,9 +171,9 @@ def test_duplicates_that_disagree_are_a_judge_error_and_unknown_lines_are_counte
 # ---- case 6: named outcomes, never a stuck state ----------------------------------------------------------
 
 
-def test_a_deeply_nested_line_is_skipped_and_the_other_verdicts_are_kept(make):
+def test_a_deeply_nested_line_is_skipped_and_the_other_verdicts_are_kept(batch_env):
     with BatchServer(lifetime=60, output_edit=lambda rows: [rows[0], DEEP, *rows[1:]]) as server:
-        client, cache, _, logged = make(server)
+        client, cache, _, logged = batch_env(server)
         requests = requests_for(3, server.base_url)
         run = run_all(client, requests)
         assert run.verdicts == 3 and run.unreadable_lines == 1
@@ -203,12 +183,12 @@ def test_a_deeply_nested_line_is_skipped_and_the_other_verdicts_are_kept(make):
 
 
 @pytest.mark.parametrize("fault", ["404", "types", "deep"])
-def test_a_poll_that_fails_closes_the_batch_with_a_named_outcome_and_the_next_run_submits_again(make, fault):
+def test_a_poll_that_fails_closes_the_batch_with_a_named_outcome_and_the_next_run_submits_again(batch_env, fault):
     answers = {"404": (404, b'{"error": {"message": "No batch found with id batch_0."}}'),
                "types": (200, json.dumps({"id": "batch_0", "status": ["completed"], "output_file_id": 7}).encode()),
                "deep": (200, DEEP.encode())}
     with BatchServer(lifetime=60) as server:
-        client, cache, folder, logged = make(server)
+        client, cache, folder, logged = batch_env(server)
         requests = requests_for(3, server.base_url)
         server.retrieve_fault = lambda batch_id, public: answers[fault] if batch_id == "batch_0" else None
         run = run_all(client, requests)
@@ -220,9 +200,9 @@ def test_a_poll_that_fails_closes_the_batch_with_a_named_outcome_and_the_next_ru
         assert again.submitted == ["batch_1"] and again.verdicts == 3
 
 
-def test_a_recorded_file_id_the_endpoint_does_not_know_is_uploaded_again(make):
+def test_a_recorded_file_id_the_endpoint_does_not_know_is_uploaded_again(batch_env):
     with BatchServer(lifetime=60) as server:
-        client, cache, folder, logged = make(server)
+        client, cache, folder, logged = batch_env(server)
         requests = requests_for(2, server.base_url)
         write_state(folder / STATE_FILE, {"version": 2, "batches": [{
             "endpoint": client.endpoint.display, "ids": "".join(r.custom_id[4:] for r in requests), "lines": 2,
@@ -232,9 +212,9 @@ def test_a_recorded_file_id_the_endpoint_does_not_know_is_uploaded_again(make):
         assert any("file-404 was refused" in line and "HTTP 404" in line for line in logged), logged
 
 
-def test_an_unreachable_endpoint_keeps_the_batch_for_the_next_run(make):
+def test_an_unreachable_endpoint_keeps_the_batch_for_the_next_run(batch_env):
     with BatchServer(lifetime=60) as server:
-        client, cache, folder, logged = make(server)
+        client, cache, folder, logged = batch_env(server)
         requests = requests_for(2, server.base_url)
         server.retrieve_fault = lambda batch_id, public: (503, b'{"error": {"message": "busy"}}')
         run = run_all(client, requests)
@@ -246,12 +226,12 @@ def test_an_unreachable_endpoint_keeps_the_batch_for_the_next_run(make):
 # ---- case 7-batch: the download under a cap and a deadline ---------------------------------------------------
 
 
-def test_an_endless_output_file_stops_at_the_cap_and_keeps_what_was_read(make):
+def test_an_endless_output_file_stops_at_the_cap_and_keeps_what_was_read(batch_env):
     def endless(file_id, content):
         return (c for c in [content, *([b"x" * 65536] * 10_000)]), 0.0  # 655 MB if it were read to the end
 
     with BatchServer(lifetime=60, download=endless) as server:
-        client, cache, _, logged = make(server, max_output_bytes=1_000_000, max_reply_bytes=1024)
+        client, cache, _, logged = batch_env(server, max_output_bytes=1_000_000, max_reply_bytes=1024)
         requests = requests_for(3, server.base_url)
         run = run_all(client, requests)
         assert run.verdicts == 3 and run.outcomes["batch_0"].startswith("failed: its output file id could not be read whole")
@@ -259,9 +239,9 @@ def test_an_endless_output_file_stops_at_the_cap_and_keeps_what_was_read(make):
         assert len(run.failures) == 0 and run.unreadable_lines == 0  # the endless tail is no line: dropped as it came
 
 
-def test_a_trickled_output_file_ends_within_the_batch_wait(make):
+def test_a_trickled_output_file_ends_within_the_batch_wait(batch_env):
     with BatchServer(lifetime=60, download=lambda file_id, content: ([content], 0.05)) as server:
-        client, cache, _, _ = make(server)
+        client, cache, _, _ = batch_env(server)
         requests = requests_for(3, server.base_url)
         started = time.monotonic()
         run = run_all(client, requests, wait=1.0)
@@ -307,14 +287,14 @@ def test_extreme_or_deep_prices_and_non_finite_settings_are_named_errors(tmp_pat
 # ---- case 15b: a compact state, written when it changed, under a cap ---------------------------------------
 
 
-def test_the_state_is_compact_written_only_when_it_changed_and_capped(make, monkeypatch):
+def test_the_state_is_compact_written_only_when_it_changed_and_capped(batch_env, monkeypatch):
     from lmms_eval_plugins import safe_files
 
     writes: list[str] = []
     real = safe_files.write_atomic
     monkeypatch.setattr(safe_files, "write_atomic", lambda path, data, **kw: (writes.append(str(path)), real(path, data, **kw))[1])
     with BatchServer(lifetime=60) as server:
-        client, cache, folder, logged = make(server)
+        client, cache, folder, logged = batch_env(server)
         requests = requests_for(40, server.base_url)
         server.hold = True
         run_all(client, requests, wait=1.0)  # many polls, one status (a wide window: the machine may be loaded)
