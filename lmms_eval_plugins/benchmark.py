@@ -21,7 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from lmms_eval_plugins.stats import Sufficient
 
 ENTRY_POINT_GROUP = "lmms_eval_plugins.benchmarks"
 
@@ -55,6 +58,21 @@ class Metric:
     aggregate: Callable[[Any], Any] | None = field(default=None, compare=False, repr=False)
     per_item: Callable[[Any], Any] | None = field(default=None, compare=False, repr=False)
     needs_judge: bool = False  # computed from judge verdicts: a failed verdict leaves only these unscored
+    # the metric as a function of sums of per-item statistics: its bootstrap runs every resample at once
+    # (lmms_eval_plugins/stats.py); None: the generic bootstrap runs ``aggregate`` on each resample
+    sufficient: Sufficient | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def error_bar_method(self) -> str:
+        """How this metric's standard error and 95% interval are computed (README 'Error bars')."""
+        if self.item_score:
+            return ("mean of a per-item score: analytic standard error (clustered where the benchmark names a unit); "
+                    "95% interval: percentile bootstrap of the mean")
+        if self.sufficient is not None:
+            return ("not a mean: standard deviation and percentile interval of a seeded (cluster) bootstrap of the "
+                    "statistic, computed from per-item counts, every resample at once")
+        return ("not a mean: standard deviation and percentile interval of a seeded (cluster) bootstrap of the "
+                "statistic, its aggregation run on each resample (generic fallback)")
 
     @property
     def hook(self) -> str:

@@ -19,6 +19,7 @@ are still compared. Exit status: 0 when something was compared, 1 when nothing c
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -30,7 +31,7 @@ from lmms_eval_plugins import errorbars, logged_samples, stats
 from lmms_eval_plugins.benchmark import Benchmark, Metric, benchmark_of_task
 from lmms_eval_plugins.errors import DataError
 from lmms_eval_plugins.outcome import is_unscored
-from lmms_eval_plugins.runs import Run, RunInputError, discover_runs, items_of
+from lmms_eval_plugins.runs import Run, RunInputError, discover_runs
 
 JSON_KEYS = ("task", "metric", "a", "b", "diff", "ci_low", "ci_high", "p_value", "n", "method")
 
@@ -44,29 +45,37 @@ class Row(stats.Paired):
 
 
 def _item(sample: Mapping[str, Any], metric: str, siblings: Sequence[str] = ()) -> Any:
-    """The per-sample item of ``metric``: logged under its name, else the item logged under another
-    metric of the task (lmms-eval logs one item for metrics that share it), else the sample's item."""
+    """The per-sample item of ``metric``: logged under its name, else the line's first item (lmms-eval logs
+    one item under every metric that shares it, and :func:`logged_samples.lean` keeps it once, first)."""
     if metric in sample:
         return sample[metric]
-    for name in siblings:
-        if isinstance(sample.get(name), dict):
-            return sample[name]
-    shared = items_of([sample])
-    return shared[0] if shared else None
+    for name, value in sample.items():
+        if isinstance(value, dict) and name not in logged_samples.BULKY:
+            return value
+    return None
 
 
-def paired_items(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], metric: str,
-                 siblings: Sequence[str] = ()) -> tuple[list[Any], list[Any], int]:
-    """Items of ``metric`` for the doc_ids both runs scored, in doc_id order, and how many pairs were
-    left out because either side was unscored (a failed request or judge call)."""
+def paired_samples(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """The samples of the doc_ids both runs logged, in doc_id order (one pairing for every metric of a task);
+    a pair whose ``target`` differs is a :class:`RunInputError` (the runs read different data)."""
     by_id_a = {s.get("doc_id"): s for s in a}
     by_id_b = {s.get("doc_id"): s for s in b}
-    left_a, left_b, unscored = [], [], 0
+    pairs = []
     for doc_id in sorted(set(by_id_a) & set(by_id_b), key=lambda d: (str(type(d)), d)):
         sa, sb = by_id_a[doc_id], by_id_b[doc_id]
         if sa.get("target") != sb.get("target"):
             raise RunInputError(f"doc_id {doc_id}: the runs' targets differ ({sa.get('target')!r:.60} vs "
                                 f"{sb.get('target')!r:.60}): they did not read the same data")
+        pairs.append((sa, sb))
+    return pairs
+
+
+def items_of_pairs(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]], metric: str,
+                   siblings: Sequence[str] = ()) -> tuple[list[Any], list[Any], int]:
+    """Items of ``metric`` for paired samples, and how many pairs were left out because either side was
+    unscored (a failed request or judge call)."""
+    left_a, left_b, unscored = [], [], 0
+    for sa, sb in pairs:
         ia, ib = _item(sa, metric, siblings), _item(sb, metric, siblings)
         if ia is None or ib is None:
             continue
@@ -78,19 +87,53 @@ def paired_items(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]],
     return left_a, left_b, unscored
 
 
+def paired_items(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], metric: str,
+                 siblings: Sequence[str] = ()) -> tuple[list[Any], list[Any], int]:
+    """Items of ``metric`` for the doc_ids both runs scored, in doc_id order, and how many pairs were
+    left out because either side was unscored (a failed request or judge call)."""
+    return items_of_pairs(paired_samples(a, b), metric, siblings)
+
+
+def _same_items(x: Sequence[Any], y: Sequence[Any]) -> bool:
+    return len(x) == len(y) and all(i is j for i, j in zip(x, y))
+
+
 def compare_metric(spec: Benchmark, metric: Metric, aggregation: Any, a_items: Sequence[Any], b_items: Sequence[Any], *,
                    iterations: int | None = None) -> stats.Paired:
-    clusters = errorbars.clusters_of(spec, a_items)
-    if clusters is not None and errorbars.clusters_of(spec, b_items) != clusters:
-        clusters = None  # the runs disagree on the units: pair items as independent
+    clusters = _clusters(spec, a_items, b_items)
     sa, sb = errorbars.item_scores(metric, a_items), errorbars.item_scores(metric, b_items)
+    result = None
     if sa is not None and sb is not None:
         result = stats.paired_mean(sa, sb, clusters=clusters, scale=errorbars.SCALE[metric.unit], iterations=iterations)
-    else:
+    elif metric.sufficient is not None:
+        try:
+            result = stats.paired_sufficient(metric.sufficient, list(a_items), list(b_items), clusters=clusters,
+                                             iterations=iterations)
+        except (KeyError, TypeError, ValueError):
+            result = None  # items the counts cannot read: the generic route below
+    if result is None:
         with errorbars.quiet():
             result = stats.paired_bootstrap(aggregation, list(a_items), list(b_items), clusters=clusters,
                                             iterations=iterations, relabel=spec.cluster_key if clusters is not None else None)
     return replace(result, method=f"{result.method} by {spec.cluster_key}") if clusters is not None else result
+
+
+def _clusters(spec: Benchmark, a_items: Sequence[Any], b_items: Sequence[Any]) -> list[Any] | None:
+    clusters = errorbars.clusters_of(spec, a_items)
+    if clusters is not None and errorbars.clusters_of(spec, b_items) != clusters:
+        return None  # the runs disagree on the units: pair items as independent
+    return clusters
+
+
+def compare_sufficients(spec: Benchmark, group: Sequence[tuple[str, Metric, Sequence[Any], Sequence[Any]]], *,
+                        iterations: int | None = None) -> list[stats.Paired]:
+    """:func:`compare_metric` of counted metrics (``Metric.sufficient``) over the same paired items, from
+    one set of resamples (issue 40: one resample matrix for every metric of a task pair)."""
+    a_items, b_items = group[0][2], group[0][3]
+    clusters = _clusters(spec, a_items, b_items)
+    results = stats.paired_sufficients([(m.sufficient, a, b) for _, m, a, b in group], clusters=clusters,
+                                       iterations=iterations)
+    return [replace(r, method=f"{r.method} by {spec.cluster_key}") if clusters is not None else r for r in results]
 
 
 def _one_run(path: Path) -> Run:
@@ -142,6 +185,17 @@ def compare_runs(a: Run, b: Run, *, iterations: int | None = None, notes: list[s
         hooks = spec.hooks()
         task_metrics = spec.task_metrics(task)
         why: dict[str, list[str]] = {}  # a note on this task: the metrics it applies to (one line each)
+        try:
+            pairs = paired_samples(sa, sb)  # one pairing for every metric of the task
+        except RunInputError as exc:
+            notes.append(f"{task}: {exc}; not compared")
+            continue
+        results: dict[str, stats.Paired] = {}
+        seen: list[tuple[list[Any], list[Any]]] = []  # item lists already built: metrics sharing items share them
+        # a metric no line names carries the line's first item (logged_samples.lean): all such share one pairing
+        named = set(itertools.chain.from_iterable(s.keys() for s in sa)) | set(itertools.chain.from_iterable(s.keys() for s in sb))
+        built: dict[str | None, tuple[list[Any], list[Any], int]] = {}
+        batched: dict[tuple[int, int], list[tuple[str, Metric, list[Any], list[Any]]]] = {}
         for name, metric in task_metrics.items():
             if not errorbars.has_error_bar(metric):
                 continue
@@ -150,15 +204,41 @@ def compare_runs(a: Run, b: Run, *, iterations: int | None = None, notes: list[s
                 why.setdefault(f"missing in run {' and '.join(missing)}; not compared", []).append(name)
                 continue
             try:
-                a_items, b_items, unscored = paired_items(sa, sb, name, list(task_metrics))
+                source = name if name in named else None
+                if source not in built:
+                    built[source] = items_of_pairs(pairs, name, list(task_metrics))
+                a_items, b_items, unscored = built[source]
+                for known_a, known_b in seen:
+                    if _same_items(known_a, a_items) and _same_items(known_b, b_items):
+                        a_items, b_items = known_a, known_b
+                        break
+                else:
+                    seen.append((a_items, b_items))
                 if unscored:
                     why.setdefault(f"{unscored} item(s) unscored in either run left out of the pairing", []).append(name)
-                result = compare_metric(spec, metric, getattr(hooks, metric.hook), a_items, b_items, iterations=iterations)
-            except RunInputError as exc:
-                notes.append(f"{task}: {exc}; not compared")
-                break
+                if metric.sufficient is not None and errorbars.item_scores(metric, a_items) is None:
+                    batched.setdefault((id(a_items), id(b_items)), []).append((name, metric, a_items, b_items))
+                    continue
+                results[name] = compare_metric(spec, metric, getattr(hooks, metric.hook), a_items, b_items,
+                                               iterations=iterations)
             except Exception as exc:  # one metric's failure must not hide the others
                 notes.append(f"{task} {name}: not compared: {type(exc).__name__}: {exc}")
+        for group in batched.values():  # one set of resamples for every counted metric over the same items
+            names = [name for name, *_ in group]
+            try:
+                results.update(zip(names, compare_sufficients(spec, group, iterations=iterations)))
+                continue
+            except (KeyError, TypeError, ValueError):
+                pass  # items the counts cannot read: each metric by its own route (the generic fallback)
+            for name, metric, a_items, b_items in group:
+                try:
+                    results[name] = compare_metric(spec, metric, getattr(hooks, metric.hook), a_items, b_items,
+                                                   iterations=iterations)
+                except Exception as exc:  # one metric's failure must not hide the others
+                    notes.append(f"{task} {name}: not compared: {type(exc).__name__}: {exc}")
+        for name in task_metrics:
+            result = results.get(name)
+            if result is None:
                 continue
             if result.note:
                 why.setdefault(result.note + ("; not compared" if result.diff is None else ""), []).append(name)

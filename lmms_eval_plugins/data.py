@@ -684,30 +684,55 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     The one JSONL reader of the package (records, hints, logged samples, human labels). Lines end at
     ``\\n`` only (a ``\\r`` before it is JSON whitespace): not at the other separators
     ``str.splitlines`` knows (U+0085, U+2028, U+2029...), which JSON written with ``ensure_ascii=False``
-    (lmms-eval's logged samples) leaves raw inside strings. The file is read when iteration starts: a
-    file that cannot be read or is not UTF-8 is a :class:`DataError`; a bad line is a
-    :class:`JsonlLineError` (a :class:`DataError` whose ``problem`` starts with ``line N:``) raised when
-    iteration reaches it, after the lines before it were yielded. A torn last line is a bad line.
+    (lmms-eval's logged samples) leaves raw inside strings. The file is streamed, a line at a time, so
+    memory holds one line, never the file. A file that cannot be opened is a :class:`DataError` when
+    iteration starts; a line that cannot be read or is not UTF-8 is one when iteration reaches it; a bad
+    line is a :class:`JsonlLineError` (a :class:`DataError` whose ``problem`` starts with ``line N:``)
+    raised when iteration reaches it, after the lines before it were yielded. A torn last line is a bad line.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        handle = open(path, "rb")  # binary: lines split at b"\n" only
+    except OSError as exc:
         raise DataError(f"cannot read: {exc}", path=str(path), fix="check the file exists and is UTF-8 text") from exc
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
+    with handle:
+        for number, line in enumerate(_lines(handle, path), start=1):
+            if not line.strip():
+                continue
+            yield number, _jsonl_record(line, number, path)
+
+
+def _lines(handle: Any, path: Path) -> Iterator[str]:
+    """The UTF-8 lines of an open binary file, without their ``\n``."""
+    number = 0
+    while True:
         try:
-            record = parse_json(line)
-        except json.JSONDecodeError as exc:
-            raise JsonlLineError(f"line {number}: invalid JSON ({exc.msg})", line=number, json_error=exc.msg,
-                                 path=str(path), fix="one JSON object per line") from exc
-        except JsonLimitError as exc:
-            raise JsonlLineError(f"line {number}: {exc}", line=number, json_error=str(exc), path=str(path),
-                                 fix=JSON_LIMIT_FIX) from exc
-        if not isinstance(record, dict):
-            raise JsonlLineError(f"line {number}: not a JSON object", line=number, json_error=None,
-                                 path=str(path), fix="one JSON object per line")
-        yield number, record
+            raw = handle.readline()
+        except OSError as exc:
+            raise DataError(f"cannot read: {exc}", path=str(path), fix="check the file exists and is UTF-8 text") from exc
+        if not raw:
+            return
+        number += 1
+        try:
+            yield raw[:-1].decode("utf-8") if raw.endswith(b"\n") else raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataError(f"cannot read: line {number} is not UTF-8 ({exc.reason} at byte {exc.start})", path=str(path),
+                            fix="check the file is UTF-8 text") from exc
+
+
+def _jsonl_record(line: str, number: int, path: Path) -> dict[str, Any]:
+    """One JSONL line's object, or a :class:`JsonlLineError` naming the line."""
+    try:
+        record = parse_json(line)
+    except json.JSONDecodeError as exc:
+        raise JsonlLineError(f"line {number}: invalid JSON ({exc.msg})", line=number, json_error=exc.msg,
+                             path=str(path), fix="one JSON object per line") from exc
+    except JsonLimitError as exc:
+        raise JsonlLineError(f"line {number}: {exc}", line=number, json_error=str(exc), path=str(path),
+                             fix=JSON_LIMIT_FIX) from exc
+    if not isinstance(record, dict):
+        raise JsonlLineError(f"line {number}: not a JSON object", line=number, json_error=None,
+                             path=str(path), fix="one JSON object per line")
+    return record
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

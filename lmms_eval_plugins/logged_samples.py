@@ -18,6 +18,7 @@ no wildcard, no list), so it can neither name a file outside the run folder nor,
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,40 @@ def check_task_names(data: dict[str, Any], path: Path) -> None:
                 check_task_name(member, path=path, field=f"group_subtasks[{name!r}]")
 
 
-def read_samples(path: Path) -> list[dict[str, Any]]:
-    """The logged samples of one file, in file order (blank lines skipped).
+# What a reader of scores needs never includes these: the document, the prompt and the replies.
+BULKY = ("doc", "arguments", "resps", "filtered_resps")
+
+
+def lean(record: dict[str, Any]) -> dict[str, Any]:
+    """A samples line as the scores' readers (``report``, ``compare``) need it, each item held once.
+
+    - :data:`BULKY` (the document, prompt and replies) is dropped.
+    - lmms-eval logs the task's item under every metric name (up to 23 copies a line): a metric value
+      equal to the first item of the line is dropped, so a reader finds it as the line's first item
+      (``compare._item``, ``runs.items_of``); a metric logged with a different value keeps it.
+    - Keys and short strings are interned: a million items share one copy of each field name.
+    """
+    out: dict[str, Any] = {}
+    first: dict[str, Any] | None = None
+    for key, value in record.items():
+        if key in BULKY:
+            continue
+        if isinstance(value, dict):
+            if first is not None and value == first:
+                continue
+            value = {sys.intern(k): _interned(v) for k, v in value.items()}
+            first = value if first is None else first
+        out[sys.intern(key)] = value
+    return out
+
+
+def _interned(value: Any) -> Any:
+    return sys.intern(value) if isinstance(value, str) and len(value) <= 64 else value
+
+
+def read_samples(path: Path, *, lean_records: bool = False) -> list[dict[str, Any]]:
+    """The logged samples of one file, in file order (blank lines skipped), read in one streamed pass;
+    with ``lean_records``, each as :func:`lean` keeps it.
 
     A file that cannot be read, a line that is not JSON (a torn last line too) or not an object is a
     :class:`~lmms_eval_plugins.errors.DataError` whose ``problem`` starts with ``line N:`` for a bad line;
@@ -78,5 +111,5 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
                                     fix="lmms-eval logs one line per document: the file was edited or two files were "
                                         "joined; use the file lmms-eval wrote (or re-run with --log_samples)")
         first_line.setdefault(key, number)
-        records.append(record)
+        records.append(lean(record) if lean_records else record)
     return records

@@ -29,6 +29,9 @@ def normalised_path(path: Any) -> str:
     text = str(path).strip()
     return os.path.normpath(os.path.expanduser(text)) if text else text
 
+# The results JSON's key for the run's 95% intervals: task -> "metric,filter" -> [low, high] (percentile bootstrap)
+INTERVALS_KEY = "lmms_eval_plugins_intervals"
+
 
 class RunState:
     """One run's options and notes. ``strict``: None when no run decided it (outside a run);
@@ -37,6 +40,7 @@ class RunState:
     def __init__(self, *, strict: bool | None = None) -> None:
         self.strict = strict
         self._unreadable: dict[str, set[str | None]] = {}
+        self._intervals: dict[str, dict[str, list[float]]] = {}
         self._lock = threading.Lock()  # noted from the model's loader threads, read from process_results'
 
     def note_unreadable_media(self, path: Any, record_id: str | None) -> None:
@@ -49,6 +53,16 @@ class RunState:
     def options(self) -> dict[str, Any]:
         """What the results JSON records of this run's options."""
         return {"strict": strict_mode(self)}
+
+    def note_intervals(self, task: str, intervals: Mapping[str, list[float]]) -> None:
+        """Keep a task's 95% intervals ("metric,filter" -> [low, high]) for the results file."""
+        with self._lock:
+            self._intervals.setdefault(task, {}).update(intervals)
+
+    def intervals(self) -> dict[str, dict[str, list[float]]]:
+        """What the results JSON records of the run's 95% intervals: task -> "metric,filter" -> [low, high]."""
+        with self._lock:
+            return {task: dict(found) for task, found in self._intervals.items()}
 
     def unreadable_media(self) -> Mapping[str, frozenset[str | None]]:
         """A snapshot of the notes (empty when every file decoded)."""

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from lmms_eval_plugins.console import emit, unscored_counts
 from lmms_eval_plugins.data import parse_json
-from lmms_eval_plugins.errors import PluginError
+from lmms_eval_plugins.errors import DataError, PluginError
 from lmms_eval_plugins.runs import latest_results
 from lmms_eval_plugins.safe_files import write_atomic
 from lmms_eval_plugins.safe_text import escape_controls
@@ -113,9 +113,31 @@ def record_failure(output_path: str | None, error: PluginError) -> Path | None:
 
 
 def clear_failure(output_path: str | None) -> None:
-    """A run that wrote results supersedes an earlier recorded failure in the same folder."""
+    """A run that wrote results supersedes an earlier recorded failure in the same folder. Called when
+    lmms-eval has its results in hand: it never raises."""
     if output_path:
-        (Path(output_path).expanduser() / FAILED_MARKER).unlink(missing_ok=True)
+        try:
+            (Path(output_path).expanduser() / FAILED_MARKER).unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+def output_path_error(output_path: str | None) -> DataError | None:
+    """Why lmms-eval could not save a run's results under ``output_path`` (a file, or a file on its way),
+    known before the model loads; None when it can."""
+    if not output_path:
+        return None
+    path = Path(output_path).expanduser()
+    for ancestor in (path, *path.parents):
+        if ancestor.exists():
+            if ancestor.is_dir():
+                return None
+            where = "is a file" if ancestor == path else f"is inside {ancestor}, which is a file"
+            return DataError(f"--output_path {path} {where}, not a folder: lmms-eval would run every request "
+                             "and then fail to save the results", path=str(ancestor),
+                             fix="give --output_path a folder (lmms-eval creates it), e.g. "
+                                 f"--output_path {path.parent / (path.name + '_results')}")
+    return None
 
 
 def check_run(folder: Path, tasks: Sequence[str] = ()) -> tuple[int, list[str]]:

@@ -27,6 +27,8 @@ from typing import Any
 from lmms_eval_plugins import logged_samples, provenance
 from lmms_eval_plugins.data import JsonLimitError, parse_json
 from lmms_eval_plugins.errors import DataError
+from lmms_eval_plugins.run_state import INTERVALS_KEY
+from lmms_eval_plugins.compat.private import split_model_args_without_loading
 from lmms_eval_plugins.safe_text import redact_model_args
 
 RESULTS_SUFFIX = "_results.json"
@@ -54,6 +56,8 @@ class TaskResult:
     is_group: bool = False  # an lmms-eval group's aggregate (no logged samples of its own)
     # metric -> {"stderr": x, "stderr_clt": y, "stderr_clustered": z}: the numeric ones the results hold
     error_bars: dict[str, dict[str, float]] = field(default_factory=dict)
+    # metric -> (low, high): the run's 95% percentile-bootstrap interval (results written since issue 37)
+    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def samples_path(self) -> Path:
@@ -77,7 +81,8 @@ class Run:
     _samples: dict[str, list[dict[str, Any]] | None] = field(default_factory=dict, repr=False)
 
     def samples(self, task: str) -> list[dict[str, Any]] | None:
-        """The logged samples of ``task``, or None (with a note) when missing or malformed."""
+        """The logged samples of ``task`` as :func:`logged_samples.lean` keeps them (doc_id, target, the
+        metrics' items, each item once), or None (with a note) when missing or malformed."""
         if task not in self._samples:
             self._samples[task] = _read_samples(self.tasks[task].samples_path, self.notes)
         return self._samples[task]
@@ -88,7 +93,7 @@ def _read_samples(path: Path, notes: list[str]) -> list[dict[str, Any]] | None:
         notes.append(f"no logged samples {path} (run lmms-eval with --log_samples): plots that need them are left out")
         return None
     try:
-        return logged_samples.read_samples(path)
+        return logged_samples.read_samples(path, lean_records=True)  # scores only: no documents, prompts or replies
     except DataError as exc:  # a broken samples file costs its plots, not the report
         notes.append(f"malformed samples file {path}, {exc.problem}: plots that need it are left out")
         return None
@@ -154,6 +159,21 @@ def task_error_bars(raw: Mapping[str, Any]) -> dict[str, dict[str, float]]:
         if split is None or isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
             continue
         out.setdefault(split[0], {})[split[1]] = float(value)
+    return out
+
+
+
+
+def task_intervals(data: Mapping[str, Any], task: str) -> dict[str, tuple[float, float]]:
+    """metric -> (low, high) of a task's stored 95% intervals; anything not two finite, ordered numbers is left out."""
+    stored = data.get(INTERVALS_KEY)
+    raw = stored.get(task) if isinstance(stored, dict) else None
+    out: dict[str, tuple[float, float]] = {}
+    for name, pair in _entries(raw if isinstance(raw, dict) else {}).items():
+        if (isinstance(pair, list) and len(pair) == 2
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in pair)
+                and pair[0] <= pair[1]):
+            out[name] = (float(pair[0]), float(pair[1]))
     return out
 
 
@@ -256,7 +276,7 @@ def load_run(folder: Path, files: Sequence[Path], *, label: str | None, skip_bad
             tasks[task] = TaskResult(task, metrics, path,
                                      count.get("effective") if isinstance(count, dict) else None,
                                      hib.get(task) if isinstance(hib.get(task), dict) else {}, task in groups,
-                                     task_error_bars(raw))
+                                     task_error_bars(raw), task_intervals(data, task))
     newest_path, newest = loaded[-1]
     config = newest.get("config") or {}
     info = {
@@ -273,7 +293,7 @@ def load_run(folder: Path, files: Sequence[Path], *, label: str | None, skip_bad
     # Shown in every page the report writes: credential-like values are hidden here, once.
     model_args = config.get("model_args")
     return Run(label or model_label(newest, folder), folder, str(config.get("model") or ""),
-               redact_model_args(model_args) if isinstance(model_args, (str, dict)) else json.dumps(model_args or ""),
+               redact_model_args(model_args, split_model_args_without_loading) if isinstance(model_args, (str, dict)) else json.dumps(model_args or ""),
                [p for p, _ in loaded], tasks, info, notes=notes)
 
 

@@ -13,6 +13,16 @@ paired comparison of two runs uses only the items both scored and one method for
 seeded joint (cluster) bootstrap of the difference, whose percentile interval and p-value come from
 the same resamples (:func:`percentile_test`), so the interval excludes 0 exactly when p < 0.05, and
 whose resampled values are values the metric can take, so the interval stays inside its range.
+
+One resampling engine serves all of it. The seeded resamples are drawn a block at a time
+(:func:`resample_blocks`, the same draws as one resample at a time), and a metric that is a function
+of sums of per-item statistics (:class:`Sufficient`: accuracies, precision, recall, F1 and their
+macro averages, IoU means) is computed on every resample of a block at once, as one matrix product of
+the resamples' multiplicities and the units' sums. Any other statistic falls back to running its
+aggregation on each materialised resample (:func:`bootstrap_stderr`). The one interval method, for
+the console's companion figures, the report and ``compare``, is the percentile interval of the
+resampled values (:func:`percentile_interval`): each resampled value is one the metric can take, so
+a percent interval stays inside [0, 100].
 """
 
 from __future__ import annotations
@@ -69,6 +79,130 @@ def clustered_stderr(values: Sequence[float], clusters: Sequence[Hashable]) -> f
     return math.sqrt(max(clt + within / x.size**2, 0.0))
 
 
+# A block of resamples holds at most this many (resample, unit) cells: 32 MB of float64 multiplicities.
+BLOCK_CELLS = 4_000_000
+
+
+@dataclass(frozen=True)
+class Sufficient:
+    """A metric as a function of additive per-item statistics: on any resample its value is
+    ``value(S, full)``, where ``S`` (resamples x k) sums ``columns(items)`` (items x k) over the resample
+    and ``full`` (k,) sums it over all items. ``value`` returns NaN where the metric is undefined on a
+    resample (left out of the error bar, as :func:`bootstrap_stderr` leaves out a None). Metrics sharing
+    one ``columns`` function (the same object) share its sums."""
+
+    columns: Callable[[Sequence[Any]], np.ndarray]
+    value: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    # which units (rows of per-unit sums) carry the statistic at all: a class's F1 learns nothing from a
+    # unit that neither holds nor predicts the class. None: every unit. The paired test's MIN_UNITS counts these.
+    support: Callable[[np.ndarray], np.ndarray] | None = None
+
+
+def unit_index(n: int, clusters: Sequence[Hashable] | None) -> tuple[np.ndarray, int]:
+    """The unit number of each item (clusters numbered in order of first appearance, as :func:`_groups`)
+    and the number of units."""
+    if clusters is None:
+        return np.arange(n), n
+    numbers: dict[Hashable, int] = {}
+    index = np.fromiter((numbers.setdefault(c, len(numbers)) for c in clusters), dtype=np.int64, count=n)
+    return index, len(numbers)
+
+
+def unit_sums(columns: np.ndarray, index: np.ndarray, units: int) -> np.ndarray:
+    """Per-unit sums of per-item rows (units x k)."""
+    columns = np.asarray(columns, dtype=float).reshape(len(index), -1)
+    if units == len(index) and np.array_equal(index, np.arange(units)):
+        return columns
+    out = np.zeros((units, columns.shape[1]))
+    np.add.at(out, index, columns)
+    return out
+
+
+def resample_blocks(units: int, iterations: int, seed: int = SEED) -> Iterator[np.ndarray]:
+    """The seeded resamples' unit numbers, a block of rows at a time (rows x units). Drawing a block is
+    the same stream of draws as drawing its rows one by one (:func:`_picks`), so the numbers are too."""
+    rng = np.random.default_rng(seed)
+    rows = max(1, min(iterations, BLOCK_CELLS // max(units, 1)))
+    done = 0
+    while done < iterations:
+        count = min(rows, iterations - done)
+        yield rng.integers(0, units, size=(count, units))
+        done += count
+
+
+def multiplicities(picks: np.ndarray) -> np.ndarray:
+    """How often each unit is drawn in each resample of a block (rows x units, float for the product)."""
+    rows, units = picks.shape
+    flat = (np.arange(rows)[:, None] * units + picks).ravel()
+    return np.bincount(flat, minlength=rows * units).reshape(rows, units).astype(float)
+
+
+def sufficient_resamples(statistics: Sequence[tuple[Sufficient, Sequence[Any]]], *, clusters: Sequence[Hashable] | None,
+                         iterations: int, seed: int = SEED,
+                         cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] | None = None) -> list[np.ndarray]:
+    """Each statistic's value on every seeded resample (NaN: undefined there), all over the same
+    resamples of the same units; each statistic is paired with its own items (one per unit order).
+    ``cache`` receives each (columns, items) pair's per-unit sums and total, keyed by their ids."""
+    if not statistics:
+        return []
+    n = len(statistics[0][1])
+    index, units = unit_index(n, clusters)
+    cache = {} if cache is None else cache
+    prepared = []
+    for stat, items in statistics:
+        if len(items) != n:
+            raise ValueError("every statistic must be over the same items")
+        key = (id(stat.columns), id(items))
+        if key not in cache:
+            per_unit = unit_sums(stat.columns(items), index, units)
+            cache[key] = (per_unit, per_unit.sum(axis=0))
+        prepared.append((stat, *cache[key]))
+    blocks: list[list[np.ndarray]] = [[] for _ in prepared]
+    if units and iterations > 0:
+        for picks in resample_blocks(units, iterations, seed):
+            weights = multiplicities(picks)
+            products: dict[int, np.ndarray] = {}
+            for out, (stat, per_unit, full) in zip(blocks, prepared):
+                if id(per_unit) not in products:
+                    products[id(per_unit)] = weights @ per_unit
+                sums = products[id(per_unit)]
+                out.append(np.asarray(stat.value(sums, full), dtype=float))
+    return [np.concatenate(b) if b else np.empty(0) for b in blocks]
+
+
+def spread(values: np.ndarray, iterations: int) -> tuple[float, float, float] | None:
+    """(standard error, 95% low, 95% high) of resampled values, NaN left out: their sample standard
+    deviation and :func:`percentile_interval`. None when fewer than half the resamples gave a number,
+    as :func:`bootstrap_stderr`."""
+    defined = values[np.isfinite(values)]
+    if defined.size < max(2, iterations // 2):
+        return None
+    low, high = percentile_interval(defined)
+    return float(np.std(defined, ddof=1)), low, high
+
+
+def percentile_interval(values: Sequence[float]) -> tuple[float, float]:
+    """The 95% percentile interval of resampled values: with B values sorted and m = (B - 1) // 40,
+    [v_(m+1), v_(B-m)] (the interval of :func:`percentile_test`)."""
+    v = np.sort(np.asarray(values, dtype=float))
+    if v.size == 0:
+        raise ValueError("percentile_interval needs at least one value")
+    m = (int(v.size) - 1) // 40
+    return float(v[m]), float(v[v.size - 1 - m])
+
+
+def mean_sufficient(field: str, scale: float = 1.0) -> Sufficient:
+    """The mean of a per-item score (x ``scale``), as a :class:`Sufficient`: columns (score, 1)."""
+    def columns(items: Sequence[Any]) -> np.ndarray:
+        return np.array([[float(i[field]), 1.0] for i in items]).reshape(len(items), 2)
+
+    def value(sums: np.ndarray, full: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return scale * sums[:, 0] / sums[:, 1]
+
+    return Sufficient(columns, value)
+
+
 def _groups(n: int, clusters: Sequence[Hashable] | None) -> list[np.ndarray]:
     """Index arrays resampled as units: one per cluster, or one per item."""
     if clusters is None:
@@ -118,6 +252,20 @@ def _stat(statistic: Callable[[list[Any]], Any], items: Sequence[Any], index: np
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
 
 
+def bootstrap_values(statistic: Callable[[list[Any]], Any], items: Sequence[Any], *,
+                     clusters: Sequence[Hashable] | None = None, iterations: int | None = None,
+                     seed: int = SEED, relabel: str | None = None) -> np.ndarray:
+    """``statistic`` on each seeded bootstrap resample of ``items`` (whole clusters when given;
+    ``relabel``: see :func:`_take`), NaN where it is undefined; empty below two units. The generic
+    fallback for a statistic that is not :class:`Sufficient`: one aggregation per resample."""
+    iterations = bootstrap_iterations() if iterations is None else iterations
+    units = len(_groups(len(items), clusters))
+    if iterations <= 0 or units < 2:
+        return np.empty(0)
+    values = (_stat(statistic, items, ix, copies, relabel) for ix, copies in _resamples(len(items), clusters, iterations, seed))
+    return np.fromiter((math.nan if v is None else v for v in values), dtype=float, count=iterations)
+
+
 def bootstrap_stderr(statistic: Callable[[list[Any]], Any], items: Sequence[Any], *,
                      clusters: Sequence[Hashable] | None = None, iterations: int | None = None,
                      seed: int = SEED, relabel: str | None = None) -> float | None:
@@ -125,14 +273,9 @@ def bootstrap_stderr(statistic: Callable[[list[Any]], Any], items: Sequence[Any]
     given; ``relabel``: see :func:`_take`). Resamples where the statistic is undefined are left out;
     None with fewer than two units or when fewer than half the resamples gave a number."""
     iterations = bootstrap_iterations() if iterations is None else iterations
-    units = len(_groups(len(items), clusters))
-    if iterations <= 0 or units < 2:
-        return None
-    values = [v for ix, copies in _resamples(len(items), clusters, iterations, seed)
-              if (v := _stat(statistic, items, ix, copies, relabel)) is not None]
-    if len(values) < max(2, iterations // 2):
-        return None
-    return float(np.std(values, ddof=1))
+    result = spread(bootstrap_values(statistic, items, clusters=clusters, iterations=iterations, seed=seed, relabel=relabel),
+                    iterations)
+    return None if result is None else result[0]
 
 
 # Fewer independent units than this and no interval is given: no exact paired test can reach p < 0.05
@@ -177,10 +320,9 @@ def percentile_test(diffs: Sequence[float]) -> tuple[float, float, float]:
     if d.size == 0 or not np.all(np.isfinite(d)):
         raise ValueError("percentile_test needs at least one finite difference")
     d = np.where(np.abs(d) <= TIE, 0.0, d)
-    count = int(d.size)
-    m = (count - 1) // 40
     at_most_0, at_least_0 = int(np.sum(d <= 0)), int(np.sum(d >= 0))
-    return float(d[m]), float(d[count - 1 - m]), min(1.0, 2 * min(at_most_0, at_least_0) / count)
+    low, high = percentile_interval(d)
+    return low, high, min(1.0, 2 * min(at_most_0, at_least_0) / int(d.size))
 
 
 def _method(clusters: Sequence[Hashable] | None) -> str:
@@ -237,6 +379,56 @@ def paired_mean(a: Sequence[float], b: Sequence[float], *, clusters: Sequence[Ha
     return _tested(a_mean, b_mean, n, clusters, len(groups), iterations, diffs)
 
 
+def sufficient_value(stat: Sufficient, items: Sequence[Any]) -> float | None:
+    """The statistic over all ``items`` (None where undefined): the same number as the metric's aggregation."""
+    full = np.asarray(stat.columns(items), dtype=float).reshape(len(items), -1).sum(axis=0)
+    value = float(np.asarray(stat.value(full[None, :], full), dtype=float)[0])
+    return value if math.isfinite(value) else None
+
+
+def paired_sufficient(stat: Sufficient, a_items: Sequence[Any], b_items: Sequence[Any], *,
+                      clusters: Sequence[Hashable] | None = None, iterations: int | None = None, seed: int = SEED) -> Paired:
+    """:func:`paired_bootstrap` of a :class:`Sufficient` statistic, every resample at once: the same
+    resamples, the same rule (a resample where either side is undefined is left out)."""
+    return paired_sufficients([(stat, a_items, b_items)], clusters=clusters, iterations=iterations, seed=seed)[0]
+
+
+def paired_sufficients(entries: Sequence[tuple[Sufficient, Sequence[Any], Sequence[Any]]], *,
+                       clusters: Sequence[Hashable] | None = None, iterations: int | None = None,
+                       seed: int = SEED) -> list[Paired]:
+    """:func:`paired_sufficient` of several statistics over the same paired items, all from one set of
+    resamples (one multiplicity matrix per block; columns computed once per function and side)."""
+    if not entries:
+        return []
+    n = len(entries[0][1])
+    if any(len(a) != n or len(b) != n for _, a, b in entries):
+        raise ValueError("paired runs must score the same items")
+    iterations = bootstrap_iterations() if iterations is None else iterations
+    if n == 0:
+        return [Paired(None, None, None, None, None, None, 0, _method(clusters), 0, 0, "no item scored in both runs")
+                for _ in entries]
+    cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+    flat = [pair for stat, a, b in entries for pair in ((stat, a), (stat, b))]
+    resampled = sufficient_resamples(flat, clusters=clusters, iterations=iterations, seed=seed, cache=cache)
+    out = []
+    for k, (stat, a_items, b_items) in enumerate(entries):
+        (a_units, a_full), (b_units, b_full) = cache[(id(stat.columns), id(a_items))], cache[(id(stat.columns), id(b_items))]
+        a_value, b_value = _finite_or_none(stat.value(a_full[None, :], a_full)), _finite_or_none(stat.value(b_full[None, :], b_full))
+        units = len(a_units)
+        if stat.support is not None:  # the units that carry the statistic in either run
+            units = int(np.count_nonzero(stat.support(a_units) | stat.support(b_units)))
+        ra, rb = resampled[2 * k], resampled[2 * k + 1]
+        both = np.isfinite(ra) & np.isfinite(rb)
+        diffs = (rb - ra)[both] if a_value is not None and b_value is not None and units >= MIN_UNITS else np.empty(0)
+        out.append(_tested(a_value, b_value, n, clusters, units, iterations, diffs))
+    return out
+
+
+def _finite_or_none(values: Any) -> float | None:
+    value = float(np.asarray(values, dtype=float).reshape(-1)[0])
+    return value if math.isfinite(value) else None
+
+
 def paired_bootstrap(statistic: Callable[[list[Any]], Any], a_items: Sequence[Any], b_items: Sequence[Any], *,
                      clusters: Sequence[Hashable] | None = None, iterations: int | None = None,
                      seed: int = SEED, relabel: str | None = None) -> Paired:
@@ -269,9 +461,3 @@ def minimum_detectable_effect(stderr: float | None, *, alpha: float = 0.05, powe
         return None
     dist = NormalDist()
     return (dist.inv_cdf(1 - alpha / 2) + dist.inv_cdf(power)) * stderr
-
-
-def ci95(value: float | None, stderr: float | None) -> tuple[float, float] | None:
-    if value is None or stderr is None:
-        return None
-    return value - Z95 * stderr, value + Z95 * stderr

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
+import numpy as np
 import pytest
 
 from lmms_eval_plugins import report, run_status, stats
@@ -32,6 +34,18 @@ def test_oracle_scores_100_on_every_metric(tmp_path, isolated_env):
     # a 1-round task has no spread over rounds: absent, not an empty list
     assert not [k for k in (*step, *cate) if k.endswith("_std") or isinstance(step.get(k, cate.get(k)), list)]
     assert isinstance(cate["cate_precision_vis_stderr"], float) and cate["cate_confusion_stderr"] == "N/A"
+    # issue 37: an all-correct run has error bar 0 on every headline metric (was cate_f1_cal ± 32.04: a resample
+    # without the class counted as F1 0), its 95% intervals are [100, 100], and the CLT columns are in percent
+    # for a mean and N/A for a metric that is not one (was cate_acc's 0-1 figure on every metric)
+    intervals = run.results["lmms_eval_plugins_intervals"]
+    for metric in ("cate_acc", "cate_macro_precision", "cate_macro_recall", "cate_macro_f1", *per_class):
+        assert cate[f"{metric}_stderr"] == 0.0, metric
+        assert intervals[CATE_TASK][f"{metric},none"] == [100.0, 100.0], metric
+        if metric != "cate_acc":
+            assert (cate[f"{metric}_stderr_clt"], cate[f"{metric}_stderr_clustered"]) == ("N/A", "N/A"), metric
+    assert cate["cate_acc_stderr_clt"] == 0.0 and cate["cate_parse_fail_stderr_clt"] == "N/A"
+    console = [line for line in run.output.splitlines() if re.search(r"\|\s*cate_f1_cal\s*\|", line)]
+    assert console and all(line.count("N/A") == 2 and "32.0" not in line for line in console), console
     assert cate["cate_parse_fail"] == 0
     assert set(step["step_acc_by_question_type"].values()) == {100.0}
     assert cate["cate_pred_distribution"]["unparseable"] == 0.0
@@ -52,9 +66,9 @@ def test_random_baseline_is_seeded_and_matches_its_definition(tmp_path, isolated
     # (one round: every record is its own cluster)
     assert results["step_acc_stderr"] == pytest.approx(100 * stats.mean_stderr(right))
     assert results["step_parse_fail_stderr"] == "N/A"  # a count has none
-    # lmms-eval's own CLT standard error reads the items' score_key (a fraction), clustered by record
-    assert results["step_acc_stderr_clt"] == pytest.approx(stats.mean_stderr(right))
-    assert results["step_acc_stderr_clustered"] == pytest.approx(stats.mean_stderr(right))  # one round: one item per record
+    # lmms-eval's CLT columns, in the metric's units (issue 37: they were fractions beside a percent Stderr)
+    assert results["step_acc_stderr_clt"] == pytest.approx(100 * stats.mean_stderr(right))
+    assert results["step_acc_stderr_clustered"] == pytest.approx(100 * stats.mean_stderr(right))  # one round: one item per record
     # the report's "Error bars" table shows them, open without a click (issue 29): read from report.html
     out = tmp_path / "report"
     assert report.main([str(run.results_path.parent), "-o", str(out), "--no-plots", "--no-markdown"]) == 0
@@ -63,9 +77,12 @@ def test_random_baseline_is_seeded_and_matches_its_definition(tmp_path, isolated
     (row,) = [r for r in html_table_rows(page, "errorradar-errorbars") if r["task"] == STEP_TASK and r["metric"] == "STEP acc"]
     value, se = 100 * sum(right) / len(docs), 100 * stats.mean_stderr(right)
     assert (row["value"], row["stderr"]) == (f"{value:.2f}", f"{se:.2f}")
-    assert row["95% CI"] == f"[{value - 1.959964 * se:.2f}, {value + 1.959964 * se:.2f}]"
+    # the 95% CI: the percentile interval of the seeded bootstrap (seed 1234, 1000 resamples of the records),
+    # computed here by hand: the 25th and 976th of the sorted resampled means; inside [0, 100] by construction
+    draws = np.random.default_rng(1234).integers(0, len(right), size=(1000, len(right)))
+    means = np.sort(100 * np.asarray(right)[draws].mean(axis=1))
+    assert row["95% CI"] == f"[{means[24]:.2f}, {means[975]:.2f}]" and 0 <= means[24] <= means[975] <= 100
     assert row["MDE"] == f"{(1.959964 + 0.841621) * se * 2 ** 0.5:.2f}"  # z_.975 + z_.8, SE of a difference of two runs
-    assert row["lmms-eval CLT stderr"] == f"{stats.mean_stderr(right):.4f}"  # a fraction: 4 decimals
 
 
 def test_tiny_qwen_completes(tmp_path, isolated_env, tiny_qwen_args):

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from lmms_eval_plugins.judges.endpoint import missing_endpoint_message
-from lmms_eval_plugins.cli_run import OFFLINE_ENV, run_lmms_eval
+from lmms_eval_plugins.cli_run import OFFLINE_ENV, lmms_eval_command, run_lmms_eval
 
 pytestmark = pytest.mark.cli
 
@@ -43,6 +43,20 @@ def runs(tmp_path_factory):
         for name, tasks in (("no_judge", "virectify_sample"), ("misspelled", "virectfy_sample")):
             started = time.monotonic()
             out[name] = run_lmms_eval(tasks=tasks, model="oracle", output_dir=tmp / name, env=env)
+            out["seconds"][name] = time.monotonic() - started
+        # issue 37 case 12: an --output_path that is a file is refused before the run starts
+        (tmp / "results.json").write_text("not a folder\n", encoding="utf-8")
+        command = lmms_eval_command(tasks="errorradar_step_sample", model="oracle", model_args=None, output_dir=tmp)
+        command[command.index("--output_path") + 1] = str(tmp / "results.json")
+        started = time.monotonic()
+        out["output_file"] = subprocess.run(command, env={**os.environ, **env}, cwd=tmp, stdout=subprocess.PIPE,
+                                            stderr=subprocess.STDOUT, text=True, timeout=900)
+        out["seconds"]["output_file"] = time.monotonic() - started
+        # issue 37 case 14: a misspelled --model_args key, for our model and for one of lmms-eval's
+        for name, model, model_args in (("sed", "random", "sed=0"), ("max_pixel", "qwen2_5_vl", "pretrained=/nowhere,max_pixel=12544")):
+            started = time.monotonic()
+            out[name] = run_lmms_eval(tasks="errorradar_step_sample", model=model, model_args=model_args,
+                                      output_dir=tmp / name, env=env)
             out["seconds"][name] = time.monotonic() - started
         started = time.monotonic()
         out["score"] = _plugins("score", str(tmp / "no_judge"), env=env, cwd=tmp)
@@ -95,3 +109,23 @@ def test_check_run_names_the_missing_task_not_the_output_path(runs):
         done = runs[name]
         assert done.returncode == 1 and "no task named 'virectfy_sample'" in done.stdout, (name, done.stdout)
         assert "did you mean virectify_sample" in done.stdout and "--output_path?" not in done.stdout, name
+
+
+def test_an_output_path_that_is_a_file_is_refused_before_the_run_starts(runs):
+    # before: every request ran, then the plugin's own cleanup raised NotADirectoryError: results lost, exit 0
+    done, path = runs["output_file"], runs["tmp"] / "results.json"
+    text = _flat(done.stdout)
+    assert f"--output_path {path} is a file, not a folder" in text, done.stdout[-3000:]
+    assert "fix: give --output_path a folder" in text and "NotADirectoryError" not in text
+    assert "Running generate_until requests" not in done.stdout  # stopped before any request
+    assert path.read_text(encoding="utf-8") == "not a folder\n"  # untouched
+
+
+def test_a_misspelled_model_arg_is_named_with_the_closest_key(runs):
+    # before: `--model random --model_args sed=0` ran with the default seed; qwen2_5_vl's `max_pixel` ended in a
+    # 23-line traceback "AssertionError: Unexpected kwargs"
+    ours, theirs = _flat(runs["sed"].output), _flat(runs["max_pixel"].output)
+    assert "--model_args: 'sed' (did you mean 'seed'?) is not an argument of --model random" in ours, ours[-2000:]
+    assert "its arguments: seed" in ours and runs["sed"].results_path is None
+    assert "--model_args: 'max_pixel' (did you mean 'max_pixels'?) is not an argument of --model qwen2_5_vl" in theirs, theirs[-2000:]
+    assert "max_pixels" in theirs.split("its arguments:")[-1] and "Unexpected kwargs" not in theirs

@@ -280,17 +280,15 @@ def _doctor_env(tmp_path: Path) -> dict[str, str]:
     return {**env, "LMMS_EVAL_PLUGINS_CACHE": str(tmp_path / "cache"), "HF_HUB_CACHE": str(tmp_path / "hf")}
 
 
-def test_doctor_passes_in_this_venv_within_20_seconds(tmp_path):
-    started = time.monotonic()
+def test_doctor_passes_in_this_venv(tmp_path):
+    # its time is measured by bench/bench_doctor.py with the machine's load, not asserted here (issue 37)
     done = subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", "doctor"], capture_output=True, text=True,
-                          env=_doctor_env(tmp_path), cwd=tmp_path, timeout=120)
-    wall = time.monotonic() - started
+                          env=_doctor_env(tmp_path), cwd=tmp_path, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     names = {line.split("  ")[0].strip() for line in done.stdout.splitlines()}
     assert {"python", "lmms-eval", "filelock", "transformers", "torch", "decord", "openai", "compatibility",
             "video decoder", "frame cache", "cuda", "errorradar data", "virectify data", "judge"} <= names
     assert "can run today: " in done.stdout and "doctor: the install works" in done.stdout
-    assert wall < 20, f"doctor took {wall:.1f} s"
 
 
 def test_doctor_fails_on_filelock_4_3_and_names_the_fix(tmp_path):

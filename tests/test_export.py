@@ -35,7 +35,7 @@ ER_MODULES = {"data", "errors", "media", "messages", "metrics", "outcome", "pars
               "benchmarks", "benchmarks.errorradar", "benchmarks.errorradar.tasks", "frame_cache",
               "settings", "benchmark", "yaml_index", "task_hooks", "benchmarks.errorradar.spec",
               "benchmarks.errorradar.scoring", "benchmarks.errorradar.records", "run_state", "safe_files",
-              "bounded_http"}
+              "bounded_http", "stats"}
 
 # Run in a subprocess: import hooks that make `lmms_eval_plugins` unimportable, as on a machine with
 # stock lmms-eval only. Entry points of our judge group are hidden too (no installed metadata there).

@@ -87,16 +87,21 @@ def test_the_error_bar_table_shows_every_stderr_ci_and_mde_of_the_results(tmp_pa
     task = "errorradar_step_sample"
     _results_file(tmp_path / "run", {task: {"alias": task, "step_acc,none": 40.0, "step_acc_stderr,none": 10.0,
                                             "step_acc_stderr_clt,none": 0.1, "step_parse_fail,none": 2.0,
-                                            "step_parse_fail_stderr,none": 0.5}})
+                                            "step_parse_fail_stderr,none": 0.5}},
+                  # the stored percentile interval (hostile or broken entries are left out, never shown)
+                  lmms_eval_plugins_intervals={task: {"step_acc,none": [25.0, 60.0], "step_parse_fail,none": [3, 1],
+                                                      "x,none": ["a", 1]}})
     (run,) = runs.discover_runs(tmp_path / "run")
     assert run.tasks[task].stderr("step_acc") == 10.0 and run.tasks[task].stderr("step_acc", "stderr_clt") == 0.1
+    assert run.tasks[task].intervals == {"step_acc": (25.0, 60.0)}
     out = tmp_path / "out"
     assert report.main([str(tmp_path / "run"), "-o", str(out), "--no-plots"]) == 0
     page = (out / "report.html").read_text(encoding="utf-8")
     (row,) = html_table_rows(page, "errorradar-errorbars")  # a count has no error bar, even one lmms-eval computed
-    # 40 ± 1.959964 * 10; MDE (1.959964 + 0.841621) * 10 * sqrt 2 = 39.62
+    # the CI is the run's own percentile interval, never value ± 1.96 SE (issue 37: that one left [0, 100]);
+    # MDE (1.959964 + 0.841621) * 10 * sqrt 2 = 39.62
     assert row == {"model": "m", "task": task, "metric": "STEP acc", "value": "40.00", "stderr": "10.00",
-                   "95% CI": "[20.40, 59.60]", "MDE": "39.62", "lmms-eval CLT stderr": "0.1000"}
+                   "95% CI": "[25.00, 60.00]", "MDE": "39.62"}
     assert "<details open><summary>Error bars</summary>" in page  # visible without a click
     assert "<details open><summary>Error bars</summary>" in (out / "report.md").read_text(encoding="utf-8")
     # a count is an integer in every table, even when lmms-eval stored it as a float

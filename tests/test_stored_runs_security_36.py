@@ -5,6 +5,7 @@ meets them (`compare`, `report`), by hand for the pure parts."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -101,3 +102,53 @@ def test_ids_with_controls_are_refused_and_nfc_nfd_spellings_are_one_id(tmp_path
         require_unique(records, "question_id", path=tmp_path / "d.json", where=lambda i: f"record {i + 1}")
     with pytest.raises(DataError, match="bidi control U\\+202E"):
         require_unique([{"question_id": "x\u202ey"}], "question_id", path=tmp_path / "d.json", where=str)
+
+
+def _grow(run: Path, samples_name: str, megabytes: float) -> int:
+    """The run's samples file grown to about ``megabytes`` by repeating its lines under new doc_ids."""
+    path = run / samples_name
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    count = size = 0
+    with path.open("w", encoding="utf-8") as out:
+        while size < megabytes * 1e6:
+            record = {**lines[count % len(lines)], "doc_id": count}
+            text = json.dumps(record, ensure_ascii=False) + "\n"
+            out.write(text)
+            size, count = size + len(text.encode()), count + 1
+    return count
+
+
+def test_report_and_compare_of_a_big_samples_file_hold_each_item_once_and_never_load_torch(tmp_path):
+    # case 15a: an 85 MB samples file made `report` use 769 MB: the run's model_args were split by lmms-eval's
+    # helper, whose module imports torch (~600 MB), and every line was kept whole (23 copies of its item).
+    # Now the split is the plugin's own rule unless lmms-eval is already loaded, and a line keeps its item once.
+    runs = []
+    for name in ("oracle", "random"):
+        shutil.copytree(RUNS / name, tmp_path / name)
+        (samples,) = (tmp_path / name).glob("*_samples_errorradar_cate_sample.jsonl")
+        _grow(tmp_path / name, samples.name, 12)
+        runs.append(str(tmp_path / name))
+    probe = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+             "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024); "
+             "print(done.stderr[-2000:], file=sys.stderr)")
+    for command in (["report", runs[0], "-o", str(tmp_path / "one"), "--no-plots"],
+                    ["report", *runs, "-o", str(tmp_path / "two"), "--no-plots"]):
+        done = subprocess.run([sys.executable, "-c", probe, sys.executable, "-c",
+                               "import sys; from lmms_eval_plugins.cli import main; rc = main(); "
+                               "sys.exit(rc if 'torch' not in sys.modules else 99)", *command],
+                              capture_output=True, text=True, timeout=600, env={**os.environ, "LMMS_EVAL_PLUGINS_BOOTSTRAP_ITERS": "50"})
+        code, peak_mb = map(int, done.stdout.split())
+        assert code == 0, done.stderr  # 99: torch was imported
+        assert peak_mb < 400, (command[0], len(command), peak_mb)  # was about 9x the file, torch included
+
+
+def test_a_lean_sample_keeps_each_item_once_and_drops_the_document_and_replies():
+    from lmms_eval_plugins.compare import _item
+    from lmms_eval_plugins.logged_samples import lean
+
+    item = {"gold": "CAL", "pred": "VIS", "correct": False}
+    record = {"doc_id": 3, "doc": {"big": "x" * 1000}, "arguments": ["prompt"], "resps": [["r"]], "filtered_resps": ["r"],
+              "target": "CAL", "cate_acc": dict(item), "cate_f1_cal": dict(item), "judged": {"verdict": 1}, "n": 2}
+    kept = lean(record)
+    assert kept == {"doc_id": 3, "target": "CAL", "cate_acc": item, "judged": {"verdict": 1}, "n": 2}
+    assert _item(kept, "cate_f1_cal") is kept["cate_acc"] and _item(kept, "judged") == {"verdict": 1}

@@ -81,6 +81,12 @@ ENTRIES: tuple[Entry, ...] = (
           "fills `<metric>_stderr` for our custom aggregations from the benchmark spec; none in 0.7.3 "
           "(its stderr covers only known aggregations, its `_stderr_clt` only means of a `score_key`)",
           None, "0.7.x", "`<metric>_stderr` stays N/A for our metrics (values unchanged)", "error bars"),
+    Entry("clt-columns", "lmms_eval.evaluator_utils:TaskOutput.calculate_clt_aggregate_metric", PATCH, ("self",),
+          "puts lmms-eval's `_stderr_clt`/`_stderr_clustered` of our tasks in each metric's units: the mean's own for "
+          "a mean of per-item scores, N/A for a metric that is not a mean; none in 0.7.3 (it takes an item's 0-1 "
+          "`score` field for every metric of a task)", None, "0.7.x",
+          "the console's Stderr_CLT/Stderr_Clustered columns show one 0-1 figure for every metric of our tasks "
+          "(the Stderr column and the results' `_stderr` are right)", "error bar columns in metric units"),
     Entry("task-names", "lmms_eval.tasks:TaskManager.match_tasks", PATCH, ("self", "task_list"),
           "a requested task name lmms-eval does not know gets a one-line 'did you mean' (closest names) after "
           "lmms-eval's own 'Tasks not found' error, and the failure is recorded for `check-run`; none in 0.7.3",
@@ -139,6 +145,7 @@ _INSTALLERS: dict[str, tuple[str, str | None]] = {
     "evaluate-hook": (TASKS, "lmms_eval_plugins.compat.patches:install_evaluate_hook"),
     "results-hook": (TASKS, "lmms_eval_plugins.compat.patches:install_results_hook"),
     "error-bars": (TASKS, "lmms_eval_plugins.compat.patches:install_stderr_hook"),
+    "clt-columns": (TASKS, "lmms_eval_plugins.compat.patches:install_clt_hook"),
     "probe-notice": (TASKS, "lmms_eval_plugins.compat.fixes:install_model_hook"),
     "filter-instances": (TASKS, None),
     "request-loop": (TASKS, None),

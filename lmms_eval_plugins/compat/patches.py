@@ -17,8 +17,10 @@ entry's check passed; each wrapper carries ``compat.MARK`` and ``__wrapped__`` (
   failures by cause and host and the command that finishes them.
 - ``evaluate-hook``: notes ``--predict_only`` for the judge runtime and ends a run stopped by a
   plugin error with a short block (``run_status``).
-- ``results-hook``: software versions and judge accounting go into the results JSON.
-- ``error-bars``: ``<metric>_stderr`` of our tasks (:func:`lmms_eval_plugins.errorbars.fill_stderrs`).
+- ``results-hook``: software versions, the run's options, its 95% intervals and judge accounting go into the results JSON.
+- ``error-bars``: ``<metric>_stderr`` of our tasks and their 95% intervals (:func:`lmms_eval_plugins.errorbars.fill_stderrs`).
+- ``clt-columns``: lmms-eval's ``_stderr_clt``/``_stderr_clustered`` of our tasks in each metric's units
+  (:func:`lmms_eval_plugins.errorbars.fix_clt_columns`).
 - ``task-names``: a requested task lmms-eval does not know gets one "did you mean" line after lmms-eval's
   own "Tasks not found" error, and the failure is recorded for ``check-run``.
 """
@@ -149,9 +151,12 @@ def install_evaluate_hook() -> bool:
         run_state.begin_run(strict=run_state.strict_from_run_config(kwargs.get("model_args")))
         output_path = lmms_eval_output_path(sys.argv)
         try:
+            unusable = run_status.output_path_error(output_path)  # known now, before the model loads
+            if unusable is not None:
+                raise unusable
             result = original(*args, **kwargs)
         except Exception as exc:
-            error = run_status.plugin_error_in(exc)
+            error = run_status.plugin_error_in(exc) or _model_args_error(exc, kwargs.get("model"), kwargs.get("model_args"))
             if error is None:
                 raise
             run_status.record_failure(output_path, error)
@@ -164,6 +169,29 @@ def install_evaluate_hook() -> bool:
 
     evaluator.simple_evaluate = _mark(simple_evaluate, original)
     return True
+
+
+def _model_args_error(exc: BaseException, model: Any, model_args: Any) -> Any:
+    """lmms-eval's model classes refuse a key they do not take with ``AssertionError: Unexpected kwargs``
+    (a 23-line traceback): the same error our own models give, naming the key, the closest one and the
+    class's keys (issue 37). None for any other error."""
+    if not (isinstance(exc, AssertionError) and str(exc).startswith("Unexpected kwargs") and isinstance(model, str)
+            and isinstance(model_args, str)):
+        return None
+    try:
+        from lmms_eval.models import get_model
+        from lmms_eval.utils import simple_parse_args_string
+
+        from lmms_eval_plugins.models._base import model_arg_names, unknown_model_args
+
+        cls = get_model(model)
+        known = set(model_arg_names(cls))
+        unknown = sorted(k for k in simple_parse_args_string(model_args) if k not in known)
+        if not unknown:
+            return None
+        return unknown_model_args(cls, unknown, name=model)
+    except Exception:  # naming the key is a courtesy: lmms-eval's own error stands
+        return None
 
 
 def install_results_hook() -> bool:
@@ -184,6 +212,7 @@ def install_results_hook() -> bool:
         if isinstance(results, dict):
             results[provenance.RESULTS_KEY] = provenance.software_versions()
             results[OPTIONS_KEY] = run_state.current_run().options()
+            results[run_state.INTERVALS_KEY] = run_state.current_run().intervals()
         reports = accounting_reports()
         if reports and isinstance(results, dict):
             results[RESULTS_KEY] = reports
@@ -216,6 +245,24 @@ def install_stderr_hook() -> bool:
         fill_stderrs(self, bootstrap_iters)
 
     TaskOutput.calculate_aggregate_metric = _mark(calculate_aggregate_metric, original)
+    return True
+
+
+def install_clt_hook() -> bool:
+    """Wrap ``TaskOutput.calculate_clt_aggregate_metric`` so our tasks' CLT columns are in each metric's units."""
+    from lmms_eval.evaluator_utils import TaskOutput
+
+    original = TaskOutput.calculate_clt_aggregate_metric
+    if getattr(original, MARK, False):
+        return True
+
+    def calculate_clt_aggregate_metric(self):
+        from lmms_eval_plugins.errorbars import fix_clt_columns
+
+        original(self)
+        fix_clt_columns(self)
+
+    TaskOutput.calculate_clt_aggregate_metric = _mark(calculate_clt_aggregate_metric, original)
     return True
 
 

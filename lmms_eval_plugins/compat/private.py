@@ -3,6 +3,8 @@ each with a fallback for when the helper is gone or changed."""
 
 from __future__ import annotations
 
+import sys
+
 from lmms_eval_plugins import compat
 
 
@@ -13,6 +15,15 @@ def split_model_args(model_args: str) -> list[str]:
         from lmms_eval.utils import _smart_comma_split
 
         return list(_smart_comma_split(model_args))
+    return split_outside_brackets(model_args)
+
+
+def split_model_args_without_loading(model_args: str) -> list[str]:
+    """:func:`split_model_args` where lmms-eval's helper is already loaded, else :func:`split_outside_brackets`:
+    for readers of stored runs (``report``, ``compare``), whose one use of lmms-eval would be this split,
+    and importing ``lmms_eval.utils`` imports torch (about 600 MB and 4 s)."""
+    if "lmms_eval.utils" in sys.modules:
+        return split_model_args(model_args)
     return split_outside_brackets(model_args)
 
 

@@ -12,6 +12,7 @@ from lmms_eval_plugins.doc_fields import ORACLE_FIELD
 
 
 class Oracle(DocAnsweringModel):
+    MODEL_NAME = "oracle"
     is_simple = True
 
     def answer(self, request: Instance, doc: dict) -> str:

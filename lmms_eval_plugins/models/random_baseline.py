@@ -25,6 +25,7 @@ def chance_pick(options: list[str], *, seed: int, task: str, doc_id: int) -> str
 
 
 class RandomChoice(DocAnsweringModel):
+    MODEL_NAME = "random"
     is_simple = True
 
     def __init__(self, seed: int | str = 0, **kwargs) -> None:

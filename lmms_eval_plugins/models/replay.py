@@ -131,6 +131,8 @@ def first_difference(stored: str, now: str) -> str:
 class Replay(DocAnsweringModel):
     """Model args: ``samples=<path to the run's *_results.json>``."""
 
+    MODEL_NAME = "replay"
+
     is_simple = True
 
     def __init__(self, samples: str | None = None, strict: bool | str = False, **kwargs: Any) -> None:

@@ -278,9 +278,9 @@ def _error_bar_metrics(spec: Benchmark, task: str, runs: Sequence[Run]) -> dict[
 
 
 def errorbar_blocks(b: Builder, spec: Benchmark, runs: Sequence[Run]) -> list[Block]:
-    """Headline metrics with every error bar the results hold: the stderr, its 95% confidence interval,
-    the smallest difference a paired comparison of this size would detect (80% power, two-sided 5%) and
-    lmms-eval's own CLT stderr; with several runs, each run's paired difference from the first
+    """Headline metrics with every error bar the results hold: the stderr, the run's stored 95% percentile
+    interval, the smallest difference a paired comparison of this size would detect (80% power, two-sided
+    5%); with several runs, each run's paired difference from the first
     (``lmms-eval-plugins compare``), a * where the CI excludes 0. Shown open: no click needed."""
     tasks = [t for t in _all_tasks(runs, spec.name) if not any(run.tasks[t].is_group for run in runs if t in run.tasks)]
     rows: list[tuple[str, list[Cell]]] = []
@@ -293,25 +293,24 @@ def errorbar_blocks(b: Builder, spec: Benchmark, runs: Sequence[Run]) -> list[Bl
                 if result is None or value is None:
                     continue
                 se = result.stderr(name)
-                clt = result.stderr(name, "stderr_clustered")
-                clt = result.stderr(name, "stderr_clt") if clt is None else clt
-                ci = stats.ci95(value, se)
+                ci = result.intervals.get(name)
                 mde = stats.minimum_detectable_effect(None if se is None else se * math.sqrt(2))
                 rows.append((f"{run.label}", [task, (metric.paper_name if metric else "") or name, fmt(value, unit),
                                               "—" if se is None else fmt(se, unit),
                                               "—" if ci is None else f"[{fmt(ci[0], unit)}, {fmt(ci[1], unit)}]",
-                                              "—" if mde is None else fmt(mde, unit),
-                                              "—" if clt is None else fmt(clt, "fraction")]))
+                                              "—" if mde is None else fmt(mde, unit)]))
     blocks: list[Block] = []
     if rows:
-        cols = [Col("task"), Col("metric"), Col("value"), Col("stderr"), Col("95% CI"), Col("MDE"), Col("lmms-eval CLT stderr")]
+        cols = [Col("task"), Col("metric"), Col("value"), Col("stderr"), Col("95% CI"), Col("MDE")]
         blocks.append(Heading("Error bars", open=True))
         blocks.append(Table(f"{spec.name}-errorbars", f"{spec.title}: headline metrics with 95% confidence intervals", cols, rows,
-                            note="stderr in the metric's units (analytic or clustered for means of per-item scores, else a "
-                                 "seeded bootstrap; docs: README 'Error bars'). MDE: the smallest true difference between two "
-                                 "runs of this size a test detects 80% of the time (two-sided 5%; unpaired, so an upper bound). "
-                                 "lmms-eval CLT stderr: lmms-eval's own, of the items' score (0-1; clustered where the task "
-                                 "names a cluster). '—': the run predates error bars or the metric has none.", first="run"))
+                            note="stderr in the metric's units (analytic or clustered for means of per-item scores, else the "
+                                 "spread of a seeded bootstrap of the statistic). 95% CI: the percentile interval of the same "
+                                 "seeded (cluster) bootstrap that `compare` uses, so it stays inside the metric's range; docs: "
+                                 "README 'Error bars'. MDE: the smallest true difference between two runs of this size a test "
+                                 "detects 80% of the time (two-sided 5%; unpaired, so an upper bound). '—': the run predates "
+                                 "error bars or intervals (`lmms-eval-plugins score` re-scores it), or the metric has none.",
+                            first="run"))
     if len(runs) >= 2:
         paired = paired_table(spec, runs[0], [(other, b.compared(runs[0], other)) for other in runs[1:]], tasks)
         if paired is not None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from lmms_eval_plugins.benchmark import Benchmark, Metric, task_folder
 from lmms_eval_plugins.benchmarks.errorradar.scoring import (CATEGORIES, by_question_type, confusion, item_accuracy, macro,
-                                                              parse_failures, per_class, pred_distribution, round_mean,
+                                                              parse_failures, per_class, pred_distribution, prf_sufficient, round_mean,
                                                               round_mean_by_key, round_std, round_std_by_key)
 
 CLASSES = CATEGORIES
@@ -35,17 +35,18 @@ def _per_class(kind: str) -> tuple[Pair, ...]:
     """``cate_<kind>_<class>`` for the five classes, as the paper's per-class table for ``kind``."""
     label, table = _TABLE[kind]
     return tuple(_score(f"cate_{kind}_{c.lower()}", per_class(kind, c), paper_name=f"{c} {label}",
-                        description=f"{c} {label} (paper {table}, printed there as a fraction)") for c in CLASSES)
+                        description=f"{c} {label} (paper {table}, printed there as a fraction)",
+                        sufficient=prf_sufficient(kind, c)) for c in CLASSES)
 
 
 CATE_PAIRS = (
     # the paper's CATE headline: "recall on CATE" over all records (support-weighted), i.e. accuracy (human 60.7%)
     _score("cate_acc", item_accuracy, paper_name="CATE acc", item_score="correct",
            description="CATE headline: accuracy = support-weighted recall (paper §4.3.1, Figures 6/17)"),
-    _score("cate_macro_precision", macro("precision"), paper_name="macro P",
+    _score("cate_macro_precision", macro("precision"), sufficient=prf_sufficient("precision"), paper_name="macro P",
            description="unweighted mean of the per-class precisions"),
-    _score("cate_macro_recall", macro("recall"), paper_name="macro R", description="unweighted mean of the per-class recalls"),
-    _score("cate_macro_f1", macro("f1"), paper_name="macro F1", description="unweighted mean of the per-class F1s"),
+    _score("cate_macro_recall", macro("recall"), sufficient=prf_sufficient("recall"), paper_name="macro R", description="unweighted mean of the per-class recalls"),
+    _score("cate_macro_f1", macro("f1"), sufficient=prf_sufficient("f1"), paper_name="macro F1", description="unweighted mean of the per-class F1s"),
     *_per_class("f1"),
     *_per_class("precision"),
     *_per_class("recall"),
