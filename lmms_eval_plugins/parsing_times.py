@@ -20,7 +20,9 @@ from lmms_eval_plugins.parsing_markup import (
 # --------------------------------------------------------------------------------------------
 # Timestamps and intervals
 
-_NUM = r"(?:\d+(?:\.\d+)?|\.\d+)"
+# every spelling Python's float() reads of a plain number (what the official scripts call): "12", "12.5",
+# ".5", "3.", "+12.5", "1.2e+01" (a leading "-" is the range's dash, never a sign)
+_NUM = r"(?:\+?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"
 _CLOCK = r"(?:\d+(?::\d{1,2}){1,2}(?:\.\d+)?)"
 _TIME = rf"(?:{_CLOCK}|{_NUM})"
 _UNIT = r"(?:\s*(?:seconds?|secs?|s)\b)?"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import filecmp
 import json
 import shutil
@@ -113,6 +115,21 @@ def test_fsa_mean_iou_and_a_reversed_interval():
     m = aggregate([(doc, "2,4.5"), (doc, "3,5"), (doc, "4.5,2"), (doc, "no idea")])
     assert m["score"] == pytest.approx(100 * (1 + 0.5 + 0 + 0) / 4)
     assert (m["reversed"], m["parse_fail"], m["skipped"]) == (1, 1, 0)
+
+
+def test_fsa_default_reads_every_number_spelling_the_official_float_reads():
+    # issue 37 case 10: the asked-for "s,e" form in spellings Python's float() reads. Before, the robust reader
+    # gave 0 for "2e+00,4.5e+00" (no interval in "e+00"), [0, 9] for "3.0e+00,9.0e+00" and "no interval
+    # found" for "+3,+5" and "3.,5.". Gold [2, 4.5]; [3, 5]: overlap 1.5, hull 3 -> 0.5; [3, 9]: 1.5 / 7
+    doc = doc_for("FSA", 0)
+    assert scores(doc, "2e+00,4.5e+00", "3.0e+00,5.0e+00", "+3,+5", "3.,5.", "+2.0,+4.5") == [
+        (1, 1), (0.5, 0.5), (0.5, 0.5), (0.5, 0.5), (1, 1)]
+    assert scores(doc, "3.0e+00,9.0e+00") == [(pytest.approx(1.5 / 7), pytest.approx(1.5 / 7))]
+    # default reads at least what official reads: on every reply official scores, default scores the same
+    for reply in ("2,4.5", "3 ,5", " 3,  5", "1e0,2e0", "+0.5,+4", ".5,4.", "4.5,2", "nan,3", "inf,5"):
+        item = cv.score_response(doc, reply)
+        if cv.strict_interval(reply) is not None and math.isfinite(item["strict"]):
+            assert item["robust"] == item["strict"], reply
 
 
 def test_msr_moc_pi_pea_cc_are_letter_tasks():

@@ -459,6 +459,20 @@ def test_etc_official_accuracies_by_hand():
     assert item["official_pred"] == A and item["official_correct"] is True and item["pred"] == B
 
 
+def test_the_official_runners_failure_string_is_a_failed_etc_reply():
+    # issue 37 case 7: mmerror_eval/runner.py takes an ETC reply holding "Failed to obtain answer via API" as
+    # a failure even when a letter parses; the official numbers do the same (robust still reads the letter)
+    pairs = [
+        (_doc(A, qid="q0"), "A"),                                         # right
+        (_doc(B, qid="q1"), "B. Failed to obtain answer via API."),       # official: a failure, not B
+        (_doc(C, qid="q2"), "Failed to obtain answer via API. "),         # official: a failure
+    ]
+    m = run_etc(pairs)
+    assert m["official_parse_fail"] == 2 and m["official_accuracy"] == pytest.approx(100.0)  # q0 of the 1 read
+    assert m["official_strict_accuracy"] == pytest.approx(100 / 3)
+    assert m["accuracy"] == pytest.approx(200 / 3)  # robust reads q1's B
+
+
 def test_epd_official_accuracies_replay_both_stages_with_the_official_parser():
     samples = [  # label, domain, stage 1, stage 2
         (A, "M", "P", "A"),                                      # right in both

@@ -27,6 +27,7 @@ from lmms_eval_plugins.benchmarks.crossvid.ccqa import (
 from lmms_eval_plugins.judges import JudgeItem
 from lmms_eval_plugins.metrics import interval_iou
 from lmms_eval_plugins.parsing import (
+    Parsed,
     parse_interval,
     parse_letter_set,
     parse_option_letter,
@@ -119,7 +120,11 @@ def score_response(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
         strict = float(gold.exact is not None and text == gold.exact)
         item["parse_error"] = parsed.error
     elif isinstance(gold, IntervalGold):  # FSA
-        parsed = parse_interval(text)
+        official = strict_interval(text)
+        # a reply in the asked-for "s,e" form is read as the official float() reads it: default mode reads at
+        # least what the official code reads ("1.2e+01,2.0e+01", "+3,+9", "3.,9."); anything else, robustly
+        parsed = (Parsed.success(official) if official is not None and all(map(math.isfinite, official))
+                  else parse_interval(text))
         target = gold.interval
         item["gold"] = list(target)
         robust = 0.0
@@ -127,7 +132,6 @@ def score_response(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
             item["pred"] = list(parsed.value)
             # no swap: a reversed interval scores 0, as the official formula gives it (see README)
             robust = interval_iou(parsed.value, target)
-        official = strict_interval(text)
         strict = official_fsa_iou(official, target) if official is not None else 0.0
         item["reversed"] = bool(parsed.ok and parsed.value[1] < parsed.value[0])
         item["parse_error"] = parsed.error

@@ -98,6 +98,16 @@ def boxed_letter(text: str, letters: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+# The official runner (``_evaluate_record_etc``) takes an ETC reply holding this text as a failed request,
+# whatever else it says (the provider's failure string, from VLMEvalKit); EPD's stages do not check it.
+OFFICIAL_FAILURE_TEXT = "Failed to obtain answer via API"
+
+
+def official_failure(reply: Any) -> bool:
+    """An ETC reply the official runner counts as a failure: it holds :data:`OFFICIAL_FAILURE_TEXT`."""
+    return isinstance(reply, str) and OFFICIAL_FAILURE_TEXT in reply
+
+
 def official_letter(reply: Any, letters: str = "ABCD", names: dict[str, str] | None = None) -> str | None:
     """The official ``normalize_label`` on a model reply: a letter of ``letters`` or None (unparsed).
     ``names`` (letter -> label name) enables the last rule, the exact label name."""

@@ -37,6 +37,7 @@ from lmms_eval_plugins.benchmarks.mmerror.labels import (  # noqa: F401 (ERROR_L
     STAGE_TYPE,
 )
 from lmms_eval_plugins.benchmarks.mmerror.official import (
+    official_failure,
     official_gold_letter,
     official_letter,
     official_presence,
@@ -564,7 +565,7 @@ def score_etc(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
     parsed = parse_type(response)
     pred = LABELS[parsed.value] if parsed.ok else None
     correct = pred == record.label
-    official = official_type(response)
+    official = None if official_failure(response) else official_type(response)  # the runner's failure string
     official_pred = LABELS[official] if official else None
     # score (and the headline, filled by item_values from the spec's item_score): the 0/1 lmms-eval's own
     # clustered standard error and --baseline read (score_key)
