@@ -33,7 +33,7 @@ from loguru import logger
 
 from lmms_eval_plugins.compat import frames
 from lmms_eval_plugins.filtered import FilteredDict
-from lmms_eval_plugins.outcome import request_failure
+from lmms_eval_plugins.outcome import NOT_JUDGED, request_failure
 
 from .base import (
     JudgeConfigError,
@@ -174,9 +174,9 @@ class JudgeFilter(Filter):
     def not_judging(self) -> str | None:
         """Why this filter makes no judge calls in this run (None: it judges)."""
         if judging_deferred():
-            return "not judged: --predict_only run (finish it with lmms-eval-plugins score)"
+            return f"{NOT_JUDGED}: --predict_only run (finish it with lmms-eval-plugins score)"
         if self.unavailable:
-            return f"not judged: {self.unavailable}"
+            return f"{NOT_JUDGED}: {self.unavailable}"
         return None
 
     def apply(self, resps: Sequence[Any], docs: Any) -> list[list[JudgedResponse]]:
@@ -306,10 +306,11 @@ class JudgedScore:
     n_errors: int  # judge errors: excluded from the denominator
     error_rate: float  # n_errors / (n_judged + n_errors)
     n_skipped: int = 0
+    n_not_judged: int = 0  # no judge was asked (none configured, --predict_only): unscored, not judge errors
 
     @property
     def n_total(self) -> int:
-        return self.n_judged + self.n_errors
+        return self.n_judged + self.n_errors + self.n_not_judged
 
 
 def judged_mean(outcomes: Iterable[Any], *, skipped_value: float = 0.0) -> JudgedScore:
@@ -320,13 +321,15 @@ def judged_mean(outcomes: Iterable[Any], *, skipped_value: float = 0.0) -> Judge
     ``skipped_value``.
     """
     total = 0.0
-    n_judged = n_errors = n_skipped = 0
+    n_judged = n_errors = n_skipped = n_not_judged = 0
     for raw in outcomes:
         outcome = _as_outcome(raw)
         if outcome is None or (outcome.skipped and outcome.error is None):
             n_skipped += 1
             n_judged += 1
             total += skipped_value
+        elif outcome.error is not None and str(outcome.error).startswith(NOT_JUDGED):
+            n_not_judged += 1
         elif outcome.error is not None or outcome.verdict is None:
             n_errors += 1
         else:
@@ -334,7 +337,7 @@ def judged_mean(outcomes: Iterable[Any], *, skipped_value: float = 0.0) -> Judge
             total += float(outcome.verdict)
     n_all = n_judged + n_errors
     value = 100.0 * total / n_judged if n_judged else float("nan")
-    return JudgedScore(value, n_judged, n_errors, (n_errors / n_all) if n_all else 0.0, n_skipped)
+    return JudgedScore(value, n_judged, n_errors, (n_errors / n_all) if n_all else 0.0, n_skipped, n_not_judged)
 
 
 def check_error_rate(n_errors: int, n_total: int, threshold: float | None = None, *, metric: str = "") -> float:
@@ -364,11 +367,13 @@ def aggregate_judged(outcomes: Iterable[Any], *, metric: str = "", threshold: fl
     and loses every task's results and samples. Above ``threshold`` the judge errors are logged as an error.
     """
     score = judged_mean(outcomes, skipped_value=skipped_value)
-    if score.n_errors:
+    if score.n_errors or score.n_not_judged:
         limit = max_error_rate_from_env() if threshold is None else threshold
         log = logger.error if score.error_rate > limit else logger.warning
-        log(f"{metric or 'judged metric'}: {score.n_errors} of {score.n_total} samples have no verdict; the metric is "
-            "null (unscored) until `lmms-eval-plugins score OUTPUT_PATH` judges them")
+        why = (f"{score.n_errors} judge errors" if score.n_errors else "") + (", " if score.n_errors and score.n_not_judged else "") + \
+            (f"{score.n_not_judged} not judged (no judge in this run)" if score.n_not_judged else "")
+        log(f"{metric or 'judged metric'}: {score.n_errors + score.n_not_judged} of {score.n_total} samples have no verdict "
+            f"({why}); the metric is null (unscored) until `lmms-eval-plugins score OUTPUT_PATH` judges them")
         return None
     logger.info(
         f"{metric or 'judged metric'}: {score.value_percent:.2f} over {score.n_judged} samples "

@@ -87,6 +87,7 @@ from lmms_eval_plugins.safe_text import (
     Redactor,
     credential_values,
     md_code,
+    md_for_terminal,
     md_text,
     redact_url,
 )
@@ -329,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         reports = check_model(model=args.model, model_args=args.model_args, tasks=tasks, limit=args.limit,
                               output_dir=output_dir, extra_args=extra, env=env, timeout=args.timeout,
                               shapes=not args.no_shapes, observe=not args.no_observe)
-    emit(markdown(reports, model=args.model, model_args=args.model_args))
+    emit(md_for_terminal(markdown(reports, model=args.model, model_args=args.model_args)))  # no &lt; on a terminal
     ok = all(r.completed for r in reports)
     if args.json_out:
         payload = {"model": args.model, "model_args": display_model_args(args.model_args), "limit": args.limit, "all_completed": ok,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import sys
 
@@ -26,6 +27,13 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def did_you_mean(name: str) -> str:
+    """"; did you mean 'export-upstream'?" for a near miss or a command's first part, else ""."""
+    close = [c for c in SUBCOMMANDS if c.startswith(f"{name}-") or c.split("-")[0] == name]
+    close = close or difflib.get_close_matches(name, SUBCOMMANDS, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
@@ -35,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
     if name not in SUBCOMMANDS:
-        print(f"lmms-eval-plugins: unknown command {name!r}; run 'lmms-eval-plugins --help'", file=sys.stderr)
+        print(f"lmms-eval-plugins: unknown command {name!r}{did_you_mean(name)}; run 'lmms-eval-plugins --help'",
+              file=sys.stderr)
         return 2
     module_name, _, function = SUBCOMMANDS[name][0].partition(":")
     module = importlib.import_module(module_name)

@@ -69,6 +69,25 @@ def judge_note(judges: Mapping[str, str]) -> str:
             "LLM judges a real run uses; see the README's \"LLM judges\").")
 
 
+def metric_legend(lines: Sequence[str]) -> str:
+    """One line naming what each headline metric of the table means (its paper name, else its spec's
+    description), e.g. "csr: CSR; acc_i: Acc_i"; "" when the table has none."""
+    from lmms_eval_plugins.benchmark import benchmark_of_task
+
+    meanings: dict[str, list[str]] = {}
+    for line in lines[2:]:
+        cells = line.split()
+        spec = benchmark_of_task(cells[0]) if len(cells) >= 2 else None
+        metric = spec.task_metrics(cells[0]).get(cells[1]) if spec else None
+        if metric is not None:
+            meaning = metric.description or metric.paper_name
+            text = f"{metric.paper_name} ({meaning})" if metric.paper_name and metric.description else meaning
+            if text and text not in meanings.setdefault(cells[1], []):
+                meanings[cells[1]].append(text)  # one name, two meanings (MMErroR's ETC and EPD accuracy)
+    parts = [f"{name} = {' / '.join(texts)}" for name, texts in meanings.items() if texts]
+    return "Metrics: " + "; ".join(parts) if parts else ""
+
+
 def table_judges(lines: Sequence[str]) -> dict[str, str]:
     """task -> the judge that scored it in this demo, for the judged tasks among the table's rows."""
     from lmms_eval_plugins.benchmark import ordered_benchmarks
@@ -183,10 +202,12 @@ def main(argv: list[str]) -> int:
     common: dict[str, Any] = {"tasks": args.tasks, "output_path": str(output), "batch_size": 1}
     if args.limit:
         common["limit"] = args.limit
-    configs = [{**common, "model": args.model, **({"model_args": model_args} if model_args else {}),
-                **({"gen_kwargs": gen_kwargs} if gen_kwargs else {})}]
+    # one folder per model, as a user would run them: report, compare and check-run see the runs apart
+    configs = [{**common, "output_path": str(output / re.sub(r"[^A-Za-z0-9_.-]", "_", args.model)), "model": args.model,
+                **({"model_args": model_args} if model_args else {}), **({"gen_kwargs": gen_kwargs} if gen_kwargs else {})}]
     if not args.no_baselines:
-        configs += [{**common, "model": "oracle"}, {**common, "model": "random", "model_args": "seed=0"}]
+        configs += [{**common, "output_path": str(output / "oracle"), "model": "oracle"},
+                    {**common, "output_path": str(output / "random"), "model": "random", "model_args": "seed=0"}]
     config_path = output / "demo_config.json"  # JSON is YAML: lmms-eval's --config reads it
     write_atomic(config_path, json.dumps(configs, indent=2))
     log_path = output / "demo.log"
@@ -217,6 +238,9 @@ def main(argv: list[str]) -> int:
             print("\n".join(["", "partial results:", *lines]), flush=True)
         return 1
     print("\n".join(lines))
+    legend = metric_legend(lines)
+    if legend:
+        print(legend)
     note = judge_note(table_judges(lines))
     if note:
         print(note)

@@ -202,11 +202,13 @@ def judge_check(facts: JudgeFacts, needed_by: Sequence[str] = (), judged: Sequen
         return Check("judge", "ok", "offline judges (LMMS_EVAL_PLUGINS_JUDGE=offline): scores not comparable with the papers'")
     if facts.host and facts.error is None:
         return Check("judge", "ok", f"{facts.host} ({facts.origin}), model {facts.model}; --judge sends it one request")
+    if facts.error is not None and needed_by:  # a configuration the judge refuses: a blocker to fix
+        return Check("judge", "FAIL", f"{facts.error}; needed by {', '.join(needed_by)}", JUDGE_FIX)
     why = facts.error or "no judge endpoint configured"
-    if needed_by:
-        return Check("judge", "FAIL", f"{why}; needed by {', '.join(needed_by)}", JUDGE_FIX)
-    which = f" of {', '.join(judged)}" if judged else ""
-    return Check("judge", "note", f"{why}: the judged tasks{which} cannot run; the others can", JUDGE_FIX)
+    # as the README says: without a judge a judged task still runs; only its judged metrics stay null
+    which = ", ".join(needed_by) or (f"the judged tasks of {', '.join(judged)}" if judged else "the judged tasks")
+    return Check("judge", "note", f"{why}: {which} run, with their judged metrics null (N/A) until a judge "
+                                  "scores them (`lmms-eval-plugins score`); everything else is scored", JUDGE_FIX)
 
 
 def judge_probe_check(host: str | None, model: str, seconds: float, error: str | None) -> Check:
@@ -234,7 +236,7 @@ def can_run(checks: Sequence[Check]) -> str:
         any(c.name == "judge" for c in checks)
     parts = [f"full data: {', '.join(full)}" if full else "",
              f"sample tasks only: {', '.join(sample)}" if sample else "",
-             "judged tasks: yes" if judged else "judged tasks: no (no working judge)"]
+             "judged metrics: yes" if judged else "judged metrics: null (no working judge)"]
     return "can run today: " + "; ".join(p for p in parts if p)
 
 

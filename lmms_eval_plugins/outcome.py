@@ -129,13 +129,18 @@ def mark_unscored(per_metric: Mapping[str, Any], reason: str) -> dict[str, Any]:
     return marked
 
 
+# How a judge outcome that no judge was asked for starts (no judge configured, --predict_only): the sample
+# is unscored "not judged", never counted as a judge error.
+NOT_JUDGED = "not judged"
+
+
 def judge_failure(outcome: Any) -> str | None:
     """Why a judge outcome (a ``JudgeOutcome`` or its dict) gave no verdict, or None when it did its job."""
     error = outcome.get("error") if isinstance(outcome, Mapping) else getattr(outcome, "error", None)
     if not error:
         return None
     error = str(error)
-    return error if error.startswith("not judged") else f"judge error: {error}"
+    return error if error.startswith(NOT_JUDGED) else f"judge error: {error}"
 
 
 def with_unscored(per_metric: Mapping[str, Any], responses: Sequence[Any], *, judge: Any = None,

@@ -95,6 +95,23 @@ def stopped_block(error: PluginError, output_path: str | None) -> str:
     return escape_controls("\n".join(lines))  # the message may quote a record of a hostile data file
 
 
+def interrupted_block(output_path: str | None, argv: Sequence[str]) -> str:
+    """What a Ctrl-C during a run means, in one block: what is kept, and how to keep replies next time."""
+    cached = "--use_cache" in argv or "-c" in argv
+    bar = "=" * WIDTH
+    lines = [bar, "lmms-eval-plugins: the run was stopped (Ctrl-C)."]
+    lines += _field("kept", "no results or samples file: lmms-eval writes them only when every task is done"
+                    + (f" (nothing new under {output_path})" if output_path else ""))
+    if cached:
+        lines += _field("replies", "the replies so far are in your --use_cache folder; with the same "
+                                   "LMMS_CACHE_RUN_ID the same command asks only the rest")
+    else:
+        lines += _field("next time", "LMMS_CACHE_RUN_ID=myrun lmms-eval ... --use_cache cache/ keeps every model reply "
+                                     "as it comes: after a stop the same command asks only the rest (README: Crash recovery)")
+    lines += _field("judged", "verdicts already received are in the judge cache and are not asked again")
+    return escape_controls("\n".join([*lines, bar]))
+
+
 def record_failure(output_path: str | None, error: PluginError) -> Path | None:
     """Write the error into the output folder, for ``check-run``; None when there is no folder or it fails."""
     if not output_path:

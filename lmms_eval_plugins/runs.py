@@ -334,15 +334,38 @@ def discover_runs(run_dir: Path, *, label: str | None = None, skip_bad: bool = F
         raise RunInputError(f"{run_dir}: no such file or folder")
     runs = []
     for folder, files in sorted(groups.items()):
-        sub_label = label
-        if label and len(groups) > 1:
-            sub_label = f"{label} ({folder.relative_to(run_dir) if folder != run_dir else '.'})"
-        run = load_run(folder, files, label=sub_label, skip_bad=skip_bad)
-        if run is None:
-            continue
-        run.judge_reports = _find_judge_reports(run_dir, folder, run.notes)
-        runs.append(run)
+        by_model = _split_by_model(files)  # two models' results in one folder are two runs, never one
+        for model_files in by_model:
+            sub_label = label
+            if label and (len(groups) > 1 or len(by_model) > 1):
+                sub_label = f"{label} ({folder.relative_to(run_dir) if folder != run_dir else '.'})"
+            run = load_run(folder, model_files, label=sub_label, skip_bad=skip_bad)
+            if run is None:
+                continue
+            if len(by_model) > 1:
+                run.notes.append(f"{folder} holds the results of {len(by_model)} models (lmms-eval runs with one "
+                                 "--output_path); each is shown as its own run")
+            run.judge_reports = _find_judge_reports(run_dir, folder, run.notes)
+            runs.append(run)
     return runs
+
+
+def _split_by_model(files: Sequence[Path]) -> list[list[Path]]:
+    """Results files grouped by the model that wrote them (``config.model`` and ``config.model_args``), in
+    order of first appearance; a file that cannot be read stays with the first group (load_run names it)."""
+    groups: dict[tuple[str, str], list[Path]] = {}
+    unreadable: list[Path] = []
+    for path in files:
+        try:
+            config = read_results(path).get("config") or {}
+        except RunInputError:
+            unreadable.append(path)
+            continue
+        key = (str(config.get("model") or ""), json.dumps(config.get("model_args"), sort_keys=True, default=str))
+        groups.setdefault(key, []).append(path)
+    out = list(groups.values()) or [[]]
+    out[0] = out[0] + unreadable
+    return out
 
 
 def dedupe_labels(runs: Sequence[Run]) -> None:

@@ -296,6 +296,17 @@ _MD_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|", "\\": "\\\\",
 _MD_SPECIAL = re.compile("|".join(re.escape(c) for c in _MD_ESCAPES))
 
 
+_MD_ENTITIES = re.compile(r"&(amp|lt|gt);")
+_MD_ENTITY_CHARS = {"amp": "&", "lt": "<", "gt": ">"}
+
+
+def md_for_terminal(markdown: str) -> str:
+    """Markdown written with :func:`md_text` as a terminal shows it: ``&lt;``, ``&gt;`` and ``&amp;`` read
+    as the characters again (one pass, so a literal "&lt;" in the text stays "&lt;"); a terminal renders
+    no HTML, and :func:`lmms_eval_plugins.console.emit` still escapes control characters."""
+    return _MD_ENTITIES.sub(lambda m: _MD_ENTITY_CHARS[m.group(1)], markdown)
+
+
 def md_text(text: Any) -> str:
     """Untrusted text as one line of Markdown (a table cell, a heading): no HTML, no link, no span escapes,
     no control characters."""

@@ -334,7 +334,7 @@ lmms-eval --tasks list | grep @NAME@                 # @NAME@, @NAME@_sample
 lmms-eval --model oracle --tasks @NAME@_sample --batch_size 1 --output_path out/oracle --log_samples   # accuracy 100
 lmms-eval --model random --tasks @NAME@_sample --batch_size 1 --output_path out/random --log_samples
 lmms-eval-plugins report out/oracle out/random -o out/report
-pytest                                             # tests/test_@NAME@.py
+pip install -e '.[test]' && pytest                 # tests/test_@NAME@.py (the test extra brings pytest)
 ```
 
 ## What to edit next
@@ -357,7 +357,7 @@ pytest                                             # tests/test_@NAME@.py
 7. Optional: a report section of your own (`report_section = "@PKG@.report:section"` in the spec; the
    default one is a table of the metric table's numbers), and `lmms-eval-plugins export-upstream @NAME@ DIR`.
 
-Check after each step: `pytest`, `lmms-eval-plugins sync-yaml --check @NAME@`, and the oracle run above
+Check after each step: `pytest` (after `pip install -e '.[test]'`), `lmms-eval-plugins sync-yaml --check @NAME@`, and the oracle run above
 (anything below 100 is a bug in the data, the prompt's format, the parser or the scoring).
 '''
 
@@ -549,8 +549,9 @@ def doc_to_messages(doc: Mapping[str, Any], lmms_eval_specific_kwargs: Any = Non
 
 
 def parse_answer(response: Any, n_options: int) -> Parsed[str]:
-    """The option letter of a reply (reasoning and markup stripped); a failure says why, never raises."""
-    return parse_option_letter(response, LETTERS[:n_options])
+    """The option letter of a reply (reasoning and markup stripped), in the forms real models write ("The
+    answer is B.", "Option B", full-width letters: ``prose=True``); a failure says why, never raises."""
+    return parse_option_letter(response, LETTERS[:n_options], prose=True)
 
 
 def score(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
@@ -657,7 +658,7 @@ never wrong).
 '''
 
 TESTS = '''\
-"""Unit tests of @TITLE@'s records, parser and scoring, with hand-computed cases. Run: pytest"""
+"""Unit tests of @TITLE@'s records, parser and scoring, with hand-computed cases. Run: pip install -e '.[test]' && pytest"""
 
 from __future__ import annotations
 
@@ -688,7 +689,9 @@ def doc(answer: str = "B", options: tuple[str, ...] = ("red", "green", "blue")) 
     ("Answer: A", "A"),
     ("<think>maybe A</think>\\nB", "B"),  # what the model considered while thinking never counts
     ("\\\\boxed{C}", "C"),
-    ("I think it is B", None),  # prose is not an answer
+    ("The answer is B.", "B"),  # what real models write (prose=True)
+    ("Option C", "C"),
+    ("I think it is B", None),  # a hedge is not an answer
     ("D", None),  # not among the three options
     ("", None),
 ])

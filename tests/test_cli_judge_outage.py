@@ -249,3 +249,33 @@ def test_a_run_killed_while_judging_is_finished_with_no_repeated_calls(tmp_path)
         assert judge.n_requests - calls_before == 12 - finished  # 0 repeated finished judge calls
     metrics = rerun.task_results(task)
     assert metrics["unscored"] == 0 and metrics["acc_r"] == 100.0
+
+
+def test_ctrl_c_during_a_run_prints_one_block_and_how_to_keep_replies(tmp_path):
+    # issue 37 case 16: Ctrl-C printed a 123-line torch traceback and said nothing of what was kept. The run is
+    # stopped while the judge (a loopback server that never answers in time) holds it inside lmms-eval.
+    from lmms_eval_plugins.cli_run import lmms_eval_command
+
+    env = {k: v for k, v in os.environ.items() if k not in JUDGE_VARS}
+    env.update(OFFLINE_ENV, LMMS_EVAL_PLUGINS_CACHE=str(tmp_path / "cache"), HF_DATASETS_CACHE=str(tmp_path / "hf"),
+               OPENAI_API_KEY=TEST_API_KEY, LMMS_EVAL_PLUGINS_JUDGE_CACHE=str(tmp_path / "judge.sqlite3"))
+    with JudgeServer(latency=600, lifetime=900) as slow:
+        env["OPENAI_BASE_URL"] = slow.base_url
+        command = lmms_eval_command(tasks="virectify_sample", model="oracle", model_args=None, output_dir=tmp_path / "out")
+        proc = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            deadline = time.monotonic() + 600
+            while not slow.requests and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert slow.requests, "the run never reached its judge"
+            proc.send_signal(2)  # SIGINT, as Ctrl-C sends it
+            output, _ = proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, output[-3000:]
+    assert "lmms-eval-plugins: the run was stopped (Ctrl-C)." in output
+    flat = " ".join(output.split())
+    assert "lmms-eval writes them only when every task is done" in flat and "--use_cache cache/" in flat
+    assert "Traceback" not in output, output[-3000:]
+    assert not list((tmp_path / "out").rglob("*_results.json"))

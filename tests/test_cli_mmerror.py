@@ -37,8 +37,10 @@ def test_oracle_scores_100_on_both_tasks(tmp_path, isolated_env):
     for metrics in (etc, epd):
         assert metrics["accuracy"] == 100.0 and metrics["accuracy_domain_macro"] == 100.0
         assert metrics["parse_fail"] == 0
-        # the official parser reads the oracle's bare letters too
-        assert metrics["official_accuracy"] == 100.0 and metrics["official_parse_fail"] == 0
+        # the official parser reads the oracle's bare letters too; official_parse_fail is the official report's
+        # dataset_total - scored_total, so ETC's 3 unasked E_NoError records count there (issue 37 case 6)
+        assert metrics["official_accuracy"] == 100.0
+        assert metrics["official_parse_fail"] == (3 if metrics is etc else 0)
         assert metrics["official_accuracy_stderr"] == 0.0 and metrics["official_parse_fail_stderr"] == "N/A"
         assert set(metrics["accuracy_by_domain"].values()) == {100.0}
         assert set(metrics["accuracy_by_label"].values()) == {100.0}
@@ -69,7 +71,8 @@ def test_random_baseline_is_seeded_and_replayed(tmp_path, isolated_env):
         # chance replies are bare letters: both parsers read them all, so the official numbers are ours
         # (ETC's strict one over 12 records, the 3 unasked E_NoError ones included)
         share = 9 / 12 if task == ETC_TASK else 1.0
-        assert got["official_strict_accuracy"] == pytest.approx(share * got["accuracy"]) and got["official_parse_fail"] == 0
+        assert got["official_strict_accuracy"] == pytest.approx(share * got["accuracy"])
+        assert got["official_parse_fail"] == (3 if task == ETC_TASK else 0)  # the unasked E_NoError records
         assert got["official_accuracy"] == pytest.approx(got["accuracy"])
         assert got["official_accuracy_stderr"] > 0 and got["official_strict_accuracy_stderr"] > 0
         assert got["confusion"] == expected["confusion"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -58,6 +59,12 @@ def test_demo_prints_the_tiny_model_beside_oracle_and_random(tmp_path, isolated_
         assert oracle == "100.0", (task, cells)  # every headline is a percent whose maximum is 100
         assert float(tiny) <= 100.0 and float(random) <= 100.0
     assert "random weights" in done.stdout and "near the random row" in done.stdout
+    assert any(line.startswith("Metrics: ") and "csr = CSR" in line for line in lines)  # what each headline means
+    # one folder per model (issue 37 case 13): report, compare and check-run see three runs, never one merged
+    from lmms_eval_plugins.runs import discover_runs
+
+    assert sorted(p.name for p in (tmp_path / "demo").iterdir() if p.is_dir()) == ["oracle", "qwen2_5_vl", "random"]
+    assert sorted(r.model for r in discover_runs(tmp_path / "demo")) == ["oracle", "qwen2_5_vl", "random"]
     # the judged row says which judge scored it (the demo runs the offline judges)
     note = next(line for line in lines if line.startswith("Judged rows:"))
     assert "semantic_match_offline scored virectify_sample" in note and "LMMS_EVAL_PLUGINS_JUDGE=offline" in note
@@ -127,3 +134,30 @@ def test_a_failed_lmms_eval_run_prints_the_cause_and_fix_first_and_exits_1(tmp_p
     assert "pip install 'filelock<4.3'" in lines[fix] and lines[fix + 1] == "(check the install: lmms-eval-plugins doctor)"
     assert lines[fix + 1] == lines[-1]  # nothing after: no empty table, no success text
     assert not any(line.startswith("task ") for line in lines) and "every answer right" not in done.stdout
+
+
+def test_the_demo_table_says_what_each_headline_metric_means():
+    # issue 37 case 17: csr, acc_i, acc_r and score were unexplained under the table
+    lines = ["task  metric  m", "----", "causalstep_sample  csr  1.0", "virectify_sample  acc_i  2.0",
+             "virectify_reflect_sample  acc_r  3.0", "crossvid_bu_sample  score  4.0", "mmerror_etc_sample  accuracy  5.0",
+             "mmerror_epd_sample  accuracy  6.0"]
+    legend = demo.metric_legend(lines)
+    assert legend.startswith("Metrics: csr = CSR (chain success rate")
+    for name in ("acc_i = Acc_i (identification", "acc_r = Acc_r (rectification", "score = Acc (accuracy",
+                 "accuracy = Acc (error type classification accuracy) / Acc (error presence detection"):
+        assert name in legend, legend
+    assert demo.metric_legend(lines[:2]) == ""
+
+
+def test_two_models_in_one_folder_are_two_runs_never_one(tmp_path):
+    # issue 37 case 13: `report` on one folder holding the oracle's and random's results showed one run "random"
+    from lmms_eval_plugins.runs import discover_runs
+
+    for stamp, model, args in (("20261122_143442", "oracle", ""), ("20261122_143503", "random", "seed=0")):
+        (tmp_path / f"{stamp}_results.json").write_text(json.dumps(
+            {"results": {"errorradar_step_sample": {"alias": "x", "step_acc,none": 100.0 if model == "oracle" else 30.0}},
+             "config": {"model": model, "model_args": args}, "date": stamp}), encoding="utf-8")
+    runs = discover_runs(tmp_path)
+    assert sorted(r.model for r in runs) == ["oracle", "random"]
+    assert sorted(r.tasks["errorradar_step_sample"].metrics["step_acc"] for r in runs) == [30.0, 100.0]
+    assert all("holds the results of 2 models" in " ".join(r.notes) for r in runs)

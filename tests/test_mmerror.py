@@ -512,6 +512,10 @@ def test_etc_official_strict_accuracy_counts_the_unasked_no_error_records():
     docs = [{**_doc(label, qid=f"q{i}"), "official_not_asked": 1} for i, label in enumerate((A, B, C))]
     m = run_etc([(d, d["label"][0]) for d in docs])
     assert m["official_strict_accuracy"] == 75.0 and m["official_accuracy"] == 100.0 and m["accuracy"] == 100.0
+    # issue 37 case 6: official_parse_fail is the official dataset_total - scored_total = 4 - 3 = 1 (was 0)
+    assert m["official_parse_fail"] == 1
+    unread = run_etc([(docs[0], "A"), (docs[1], "[B]"), (docs[2], "The answer is C.")])  # 2 unread + 1 unasked
+    assert unread["official_parse_fail"] == 3 and unread["official_strict_accuracy"] == 25.0
     # a run stored before the count was logged reads as none left out
     old = [{k: v for k, v in mm.process_results_etc(d, [d["label"][0]])["official_strict_accuracy"].items()
             if k != "official_not_asked"} for d in docs]

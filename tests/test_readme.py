@@ -169,3 +169,13 @@ def test_the_tiny_model_line_uses_the_demos_settings():
 
     assert f"--gen_kwargs {TINY_MODEL_GEN_KWARGS}" in README
     assert f"--model_args {LMMS_EVAL_MODEL_ARGS.format(path='/tmp/tiny-qwen')}" in README
+
+
+def test_a_near_miss_command_gets_did_you_mean(capsys):
+    # issue 37 case 17: `lmms-eval-plugins export` said only "unknown command"
+    from lmms_eval_plugins import cli
+
+    assert cli.main(["export", "x"]) == 2
+    assert "unknown command 'export'; did you mean 'export-upstream'?" in capsys.readouterr().err
+    assert cli.main(["reprot"]) == 2 and "did you mean 'report'?" in capsys.readouterr().err
+    assert cli.main(["zzz"]) == 2 and "did you mean" not in capsys.readouterr().err

@@ -187,6 +187,14 @@ def test_the_generated_unit_tests_pass(generated):
     assert re.search(r"\b(\d+) passed\b", done.stdout) and "failed" not in done.stdout
 
 
+def test_the_generated_readme_installs_what_its_tests_need_and_the_parser_reads_prose(generated):
+    # issue 37 case 17: the README said a bare `pytest`, which the README's venv lacks until the test extra
+    # is installed; and the parser refused "The answer is B.", which the main README says parsers read
+    readme = (generated / "README.md").read_text(encoding="utf-8")
+    assert "pip install -e '.[test]' && pytest" in readme
+    assert '("The answer is B.", "B")' in next(generated.glob("tests/test_*.py")).read_text(encoding="utf-8")
+
+
 # ------------------------------------------------------------------------------------------------ end to end
 
 E2E = "scaffold_e2e_mc"

@@ -155,6 +155,10 @@ def install_evaluate_hook() -> bool:
             if unusable is not None:
                 raise unusable
             result = original(*args, **kwargs)
+        except KeyboardInterrupt:
+            # one block instead of a 100-line torch traceback; 130: the shell's code for a Ctrl-C stop
+            print(run_status.interrupted_block(output_path, sys.argv), file=sys.stderr, flush=True)
+            raise SystemExit(130) from None
         except Exception as exc:
             error = run_status.plugin_error_in(exc) or _model_args_error(exc, kwargs.get("model"), kwargs.get("model_args"))
             if error is None:

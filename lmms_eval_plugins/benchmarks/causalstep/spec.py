@@ -23,7 +23,8 @@ def _metric(name: str, higher_is_better: bool, aggregate: s.Aggregation, *, logs
 
 # "number": a plain number on its own scale (questions, restarts per video, points), not a percentage.
 CHAIN_METRICS = (
-    _metric("csr", True, s.chain_success_rate, paper_name="CSR"),
+    _metric("csr", True, s.chain_success_rate, paper_name="CSR",
+            description="chain success rate: share of videos whose whole causal chain was answered right"),
     _metric("amcl", True, s.average_max_chain_length, paper_name="AMCL", unit="number"),
     _metric("mcl", True, s.max_chain_length, paper_name="MCL", unit="number"),
     _metric("rf", False, s.restart_frequency, paper_name="RF", unit="number"),

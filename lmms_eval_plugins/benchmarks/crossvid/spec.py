@@ -23,7 +23,8 @@ from lmms_eval_plugins.benchmarks.crossvid.scoring import (
 # Counted by the core from the run (lmms_eval_plugins/task_hooks.py): no aggregation here.
 _RUN_COUNTS = (Metric("skipped", False, unit="count"), Metric("unscored", False, unit="count"),
                Metric("skipped_by_reason", False, unit="dict"))
-_SCORE = Metric("score", True, paper_name="Acc", item_score="score", aggregate=mean_score)
+_SCORE = Metric("score", True, paper_name="Acc", item_score="score", aggregate=mean_score,
+                description="accuracy, read robustly (FSA: mean IoU)")
 _SCORE_STRICT = Metric("score_strict", True, paper_name="Acc (official exact string)", item_score="strict",
                        aggregate=mean_strict)
 _PARSE_FAIL = Metric("parse_fail", False, unit="count", aggregate=parse_failures)
@@ -32,7 +33,8 @@ _OFFICIAL_DROPPED = Metric("official_dropped", False, unit="count", aggregate=of
 
 CCQA_TEMPLATE = (
     # judged: a missing verdict leaves these unscored (null), never 0
-    Metric("score", True, aggregation="agg_ccqa_score", paper_name="Acc", aggregate=ccqa_micro_score, needs_judge=True),
+    Metric("score", True, aggregation="agg_ccqa_score", paper_name="Acc", aggregate=ccqa_micro_score, needs_judge=True,
+           description="judged score of the open answers"),
     Metric("score_strict", True, aggregation="agg_ccqa_score", paper_name="Acc (official exact string)",
            aggregate=ccqa_micro_score, needs_judge=True),
     Metric("per_question_mean", True, aggregation="agg_ccqa_per_question_mean", aggregate=ccqa_per_question_mean,

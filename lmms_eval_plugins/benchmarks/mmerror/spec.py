@@ -49,7 +49,8 @@ _BREAKDOWNS = (
 # Both task YAMLs name one hook per metric name (utils.agg_<name>), so a metric of both tasks has one
 # aggregation: it tells EPD's per-request items (replayed per sample, scoring.replay_epd) from ETC's.
 EPD_TEMPLATE = (
-    Metric("accuracy", True, paper_name="Acc", aggregate=sample_accuracy),
+    Metric("accuracy", True, paper_name="Acc", aggregate=sample_accuracy,
+           description="error presence detection accuracy, both stages replayed"),
     Metric("parse_fail", False, unit="count", aggregate=unparsed_answers),
     *_official(strict_item_score=""),  # per sample after the two-stage replay: not a mean of per-request items
     *_BREAKDOWNS,
@@ -59,7 +60,8 @@ EPD_TEMPLATE = (
     *_RUN_COUNTS,
 )
 ETC_TEMPLATE = (
-    Metric("accuracy", True, paper_name="Acc", item_score="correct", aggregate=sample_accuracy),
+    Metric("accuracy", True, paper_name="Acc", item_score="correct", aggregate=sample_accuracy,
+           description="error type classification accuracy"),
     Metric("parse_fail", False, unit="count", aggregate=unparsed_answers),
     # not a mean of items: the official denominator adds the unasked E_NoError records (bootstrap error bar)
     *_official(strict_item_score=""),

@@ -31,7 +31,8 @@ TABLE_COLUMNS = {"acc_i": percent_mean(FIELDS.step_accuracy), "iou": percent_mea
 _RUN_COUNTS = (Metric("skipped", False, unit="count"), Metric("unscored", False, unit="count"),
                Metric("skipped_by_reason", False, unit="dict"))
 # Shared by both tasks. needs_judge: computed from verdicts, so null while a sample's verdict is missing.
-ACC_R = Metric("acc_r", True, paper_name="Acc_r", aggregate=judged_accuracy("acc_r"), needs_judge=True)
+ACC_R = Metric("acc_r", True, paper_name="Acc_r", aggregate=judged_accuracy("acc_r"), needs_judge=True,
+               description="rectification accuracy: the corrected reasoning judged right")
 JUDGE_ERRORS = Metric("acc_r_judge_errors", False, unit="count", aggregate=judge_errors)
 
 REFLECT_TEMPLATE = (
@@ -53,7 +54,8 @@ def _parsed_logged_once(metrics: tuple[Metric, ...], under: str) -> tuple[Metric
 
 TEMPLATE = _parsed_logged_once((
     Metric("acc_i", True, paper_name="Acc_i", item_score=FIELDS.step_accuracy,
-           aggregate=percent_mean(FIELDS.step_accuracy)),
+           aggregate=percent_mean(FIELDS.step_accuracy),
+           description="identification accuracy: the first wrong step of the reasoning found"),
     Metric("iou", True, paper_name="IoU", item_score=FIELDS.time_iou, aggregate=percent_mean(FIELDS.time_iou)),
     ACC_R,
     Metric("graph_jaccard", True, item_score=FIELDS.edge_jaccard, aggregate=percent_mean(FIELDS.edge_jaccard)),
