@@ -620,6 +620,15 @@ def frame_files(folder: str | Path, record_id: str | None = None, *,
     return sorted(files, key=names.__getitem__) if by_name else sorted(files)
 
 
+def folder_listing(folder: str | Path, record_id: str | None = None) -> list[tuple[str, bool]]:
+    """Every entry of a frame folder in the order ``sorted(os.listdir(folder))`` gives (what CrossVid's
+    official scripts sample from), each with whether it is an image file (a regular file with an image
+    suffix); ``cv2.imread`` fails on any other entry, a stray text file or a sub-folder."""
+    folder_path = _existing(folder, "frame folder", record_id, folder=True)
+    return [(p.name, p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+            for p in sorted(folder_path.iterdir(), key=lambda entry: entry.name)]
+
+
 def folder_positions(n_files: int, num_frames: int, index_rule: IndexRule = "centre") -> list[int]:
     """The positions (in the sorted file list) `sample_frame_folder` loads."""
     _check_rule(index_rule)

@@ -192,6 +192,17 @@ def test_ccqa_micro_average_per_question_mean_and_judge_errors(monkeypatch):
     assert cv.agg_ccqa_per_question_mean([d["per_question_mean"] for d in per_doc]) is None
     assert cv.agg_judge_errors([d["judge_errors"] for d in per_doc]) == 1
     assert cv.agg_unscored([d["unscored"] for d in per_doc]) == 1
+    # issue 37 case 4: strict mode follows the official scorer, which leaves a failed question out of its
+    # sums and prints a number: (3 + 1) / (2 x 5) = 40.0 over the two judged, the failure counted
+    strict = [cv.process_results_ccqa({**doc, "strict": True}, [[{"text": "x", "judge": o.to_dict()}]])
+              for o in [*judged, error]]
+    assert cv.agg_ccqa_score([d["score"] for d in strict]) == pytest.approx(40.0)
+    assert cv.agg_ccqa_per_question_mean([d["per_question_mean"] for d in strict]) == pytest.approx(100 * (3 / 4 + 1 / 6) / 2)
+    assert cv.agg_judge_errors([d["judge_errors"] for d in strict]) == 1 and cv.agg_unscored([d["unscored"] for d in strict]) == 0
+    # a question no judge was asked about stays unscored in strict mode too (no judge configured)
+    unasked = JudgeOutcome("rubric", "1", "gpt-4.1", error="not judged: no judge endpoint configured")
+    none = [cv.process_results_ccqa({**doc, "strict": True}, [[{"text": "x", "judge": unasked.to_dict()}]])]
+    assert cv.agg_ccqa_score([d["score"] for d in none]) is None and cv.agg_unscored([d["unscored"] for d in none]) == 1
 
 
 @pytest.fixture()
@@ -904,3 +915,23 @@ def test_ccqa_strict_mode_reads_the_first_score_block_as_the_official_scorer():
         parse_rubric_reply(extra.replace("score>", "SCORE>"), 2, first_block=True)
     with pytest.raises(ReplyParseError, match="no <score>"):  # opening tags without a closing one
         parse_rubric_reply("<score>" * 100_000, 2, first_block=True)
+
+
+def test_a_stray_non_image_file_the_official_script_samples_drops_the_record_in_strict_mode(tmp_path):
+    # issue 37 case 5: the official MSR/MOC code samples sorted(os.listdir(folder)); a stray file sorting last
+    # is at the last sampled position (linspace always takes it), cv2.imread fails, and the record is dropped.
+    # Default mode keeps and scores it (only image files are frames); strict mode drops and counts it.
+    folder = tmp_path / "crossvid"
+    shutil.copytree(cv.SAMPLE_DIR, folder)
+
+    def load(**spec) -> list[dict]:
+        return list(to_dataset(cv.load_docs({**SAMPLE, **spec}, "MSR", sample_dir=folder), features=cv.row_features("MSR")))
+
+    assert [d["official_drop"] == "" for d in load()] == [False, True]  # MSR 0: its placeholder (above)
+    view_a = load()[1]["media"][0]["rel"]
+    (folder / view_a / "zz_notes.txt").write_text("not a frame\n", encoding="utf-8")
+    default = load()
+    assert default[1]["official_drop"] == "zz_notes.txt in view A is no image, at a position the official script samples"
+    assert {d["n_official_dropped"] for d in default} == {2} and [d["id"] for d in default] == ["0", "1"]
+    assert aggregate([(d, d["oracle_response"]) for d in default])["score"] == 100.0  # kept and scored by default
+    assert load(strict=True) == []  # both dropped, as the official script drops them

@@ -96,10 +96,12 @@ from lmms_eval_plugins.errors import DataError, MediaError
 from lmms_eval_plugins.judges.filter import JudgeFilter, judged_parts  # noqa: F401  (JudgeFilter: a hook, in HOOKS)
 from lmms_eval_plugins.media import (
     INDEX_RULES,
+    folder_listing,
     frame_files,
     linspace_indices,
     uniform_indices,  # noqa: F401  (index_rule "centre"; the tests read it from here)
 )
+from lmms_eval_plugins.outcome import NOT_JUDGED, judge_failure
 from lmms_eval_plugins.outcome import group_mean  # noqa: F401  (a hook, in HOOKS: the group YAMLs' null-safe mean)
 from lmms_eval_plugins.prefetch import prefetched
 from lmms_eval_plugins.task_hooks import SAMPLE_DATA, item_values
@@ -219,7 +221,8 @@ def official_drop(doc: Mapping[str, Any], listed: dict[tuple[str, str | None], i
     """MSR/MOC: why the official script drops this record ("" when it does not): its question text
     (:func:`official_text_problem`), or an object annotated in none of the frames the official rule
     samples (``linspace`` positions, ``budget // 2`` a view, whatever rule this run uses).
-    ``listed``: (folder, root) -> number of frame files (-1: unreadable), so each folder is listed once."""
+    ``listed``: (folder, root) -> the folder's entries (:func:`folder_listing`; None: unreadable), so each
+    folder is listed once. A non-image entry at a sampled position drops the record too, as officially."""
     if doc.get("official_problem"):
         return str(doc["official_problem"])
     listed = {} if listed is None else listed
@@ -228,13 +231,20 @@ def official_drop(doc: Mapping[str, Any], listed: dict[tuple[str, str | None], i
     for view, group in zip("AB", doc["media"]):
         key = (group["path"], doc.get("media_root") or None)
         if key not in listed:
-            try:  # only the count matters here; a bad folder is reported when its frames are read
-                listed[key] = len(frame_files(group["path"], doc["record"]))
+            try:  # a bad folder is reported when its frames are read, not here
+                frame_files(group["path"], doc["record"])
+                listed[key] = folder_listing(group["path"], doc["record"])
             except (DataError, MediaError):
-                listed[key] = -1
-        if listed[key] < 0:
+                listed[key] = None
+        entries = listed[key]
+        if entries is None:
             return ""
-        positions[view] = linspace_indices(listed[key], per_view)
+        # the official script samples sorted(os.listdir(folder)), whatever each entry is: a stray non-image
+        # entry at a sampled position makes cv2.imread fail on every try, and the record is dropped
+        positions[view] = linspace_indices(len(entries), per_view)
+        stray = [entries[i][0] for i in positions[view] if not entries[i][1]]
+        if stray:
+            return f"{', '.join(stray)} in view {view} is no image, at a position the official script samples"
     absent = absent_objects([object_ref(o) for o in doc["objects"]], positions)
     return f"{', '.join(absent)} annotated in none of the sampled frames of its view" if absent else ""
 
@@ -270,7 +280,21 @@ def process_results(doc, results):
 
 def process_results_ccqa(doc, results):
     text, outcome = judged_parts(results)
-    return item_values(spec.CCQA_TEMPLATE, ccqa_item(doc, outcome), [text], doc=doc, judge=outcome)
+    return item_values(spec.CCQA_TEMPLATE, ccqa_item(doc, outcome), [text], doc=doc, judge=ccqa_unscoring(doc, outcome))
+
+
+def ccqa_unscoring(doc: Mapping[str, Any], outcome: Any) -> Any:
+    """The judge outcome that makes a CCQA question unscored (None: none does).
+
+    Default mode: any question without a verdict is unscored, so the score stays null until
+    ``lmms-eval-plugins score`` judges it (a judge error may be an outage). Strict mode follows the
+    official scorer's arithmetic (``eval/score_CCQA.py`` leaves a question whose judgement failed out of
+    its sums and prints a number): a judge error leaves the question out of the denominators and counts
+    it in ``judge_errors``; a question no judge was asked about (no judge configured, ``--predict_only``)
+    stays unscored in both modes."""
+    if not doc.get("strict"):
+        return outcome
+    return outcome if judge_failure(outcome) and str(judge_failure(outcome)).startswith(NOT_JUDGED) else None
 
 
 # What the task YAMLs name (lmms_eval_plugins/task_hooks.py adds the aggregations from the spec).
