@@ -105,7 +105,9 @@ def test_compare_through_the_cli_every_row_in_range_one_method_star_iff_p(tmp_pa
     data = json.loads(done.stdout)
     assert {row["task"] for row in data} == {p.name.split("_samples_")[1][:-6] for p in RUNS.glob("oracle/*_samples_*.jsonl")}
     with_ci = [row for row in data if row["ci_low"] is not None]
-    assert len(with_ci) >= 20
+    # since issue 37 a per-class row counts only the records holding or predicting its class, and the sample's
+    # rarest classes have fewer than MIN_UNITS of them: those rows have no interval (a note says why)
+    assert len(with_ci) >= 15
     for row in data:
         assert row["method"].startswith(("paired bootstrap", "paired cluster bootstrap")), row
         if row["ci_low"] is None:  # no interval: no p either, and a note names the task and why
