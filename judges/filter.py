@@ -312,6 +312,11 @@ class JudgedScore:
     def n_total(self) -> int:
         return self.n_judged + self.n_errors + self.n_not_judged
 
+    @property
+    def n_without_verdict(self) -> int:
+        """Samples left unscored: judge errors and samples no judge was asked about."""
+        return self.n_errors + self.n_not_judged
+
 
 def judged_mean(outcomes: Iterable[Any], *, skipped_value: float = 0.0) -> JudgedScore:
     """Mean verdict in percent, judge errors excluded from the denominator.

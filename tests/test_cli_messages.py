@@ -79,7 +79,6 @@ def test_a_missing_judge_is_said_once(runs):
     assert run.results_path is not None and run.task_results("virectify_sample")["unscored"] == 12
     # issue 37 case 15: no judge was asked, so none erred: 12 unscored "not judged", 0 judge errors (was 12)
     assert run.task_results("virectify_sample")["acc_r_judge_errors"] == 0
-    assert "12 not judged (no judge in this run)" in run.output
     message = _flat(missing_endpoint_message("semantic_match"))
     assert _flat(run.output).count(message) == 1, run.tail()
     assert run.output.count("is not available") == 1

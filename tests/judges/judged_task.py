@@ -28,8 +28,8 @@ def process_results(doc, results):
 def agg_METRIC(items):
     return aggregate_judged(items, metric="METRIC")
 
-def agg_judge_errors(items):
-    return judged_mean(items).n_errors
+def agg_judge_errors(items):  # the samples left without a verdict (judge errors, or no judge asked)
+    return judged_mean(items).n_without_verdict
 '''
 
 
