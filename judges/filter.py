@@ -372,12 +372,13 @@ def aggregate_judged(outcomes: Iterable[Any], *, metric: str = "", threshold: fl
     and loses every task's results and samples. Above ``threshold`` the judge errors are logged as an error.
     """
     score = judged_mean(outcomes, skipped_value=skipped_value)
-    if score.n_errors or score.n_not_judged:
+    if score.n_without_verdict:
         limit = max_error_rate_from_env() if threshold is None else threshold
         log = logger.error if score.error_rate > limit else logger.warning
-        why = (f"{score.n_errors} judge errors" if score.n_errors else "") + (", " if score.n_errors and score.n_not_judged else "") + \
-            (f"{score.n_not_judged} not judged (no judge in this run)" if score.n_not_judged else "")
-        log(f"{metric or 'judged metric'}: {score.n_errors + score.n_not_judged} of {score.n_total} samples have no verdict "
+        why = ", ".join(part for count, part in ((score.n_errors, f"{score.n_errors} judge errors"),
+                                                 (score.n_not_judged, f"{score.n_not_judged} not judged (no judge in this run)"))
+                        if count)
+        log(f"{metric or 'judged metric'}: {score.n_without_verdict} of {score.n_total} samples have no verdict "
             f"({why}); the metric is null (unscored) until `lmms-eval-plugins score OUTPUT_PATH` judges them")
         return None
     logger.info(

@@ -44,7 +44,7 @@ class Row(stats.Paired):
     metric: str = ""
 
 
-def _item(sample: Mapping[str, Any], metric: str, siblings: Sequence[str] = ()) -> Any:
+def _item(sample: Mapping[str, Any], metric: str) -> Any:
     """The per-sample item of ``metric``: logged under its name, else the line's first item (lmms-eval logs
     one item under every metric that shares it, and :func:`logged_samples.lean` keeps it once, first)."""
     if metric in sample:
@@ -70,13 +70,13 @@ def paired_samples(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]
     return pairs
 
 
-def items_of_pairs(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]], metric: str,
-                   siblings: Sequence[str] = ()) -> tuple[list[Any], list[Any], int]:
+def items_of_pairs(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+                   metric: str) -> tuple[list[Any], list[Any], int]:
     """Items of ``metric`` for paired samples, and how many pairs were left out because either side was
     unscored (a failed request or judge call)."""
     left_a, left_b, unscored = [], [], 0
     for sa, sb in pairs:
-        ia, ib = _item(sa, metric, siblings), _item(sb, metric, siblings)
+        ia, ib = _item(sa, metric), _item(sb, metric)
         if ia is None or ib is None:
             continue
         if is_unscored(ia) or is_unscored(ib):
@@ -87,11 +87,11 @@ def items_of_pairs(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
     return left_a, left_b, unscored
 
 
-def paired_items(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], metric: str,
-                 siblings: Sequence[str] = ()) -> tuple[list[Any], list[Any], int]:
+def paired_items(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]],
+                 metric: str) -> tuple[list[Any], list[Any], int]:
     """Items of ``metric`` for the doc_ids both runs scored, in doc_id order, and how many pairs were
     left out because either side was unscored (a failed request or judge call)."""
-    return items_of_pairs(paired_samples(a, b), metric, siblings)
+    return items_of_pairs(paired_samples(a, b), metric)
 
 
 def _same_items(x: Sequence[Any], y: Sequence[Any]) -> bool:
@@ -206,7 +206,7 @@ def compare_runs(a: Run, b: Run, *, iterations: int | None = None, notes: list[s
             try:
                 source = name if name in named else None
                 if source not in built:
-                    built[source] = items_of_pairs(pairs, name, list(task_metrics))
+                    built[source] = items_of_pairs(pairs, name)
                 a_items, b_items, unscored = built[source]
                 for known_a, known_b in seen:
                     if _same_items(known_a, a_items) and _same_items(known_b, b_items):

@@ -695,14 +695,14 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     except OSError as exc:
         raise DataError(f"cannot read: {exc}", path=str(path), fix="check the file exists and is UTF-8 text") from exc
     with handle:
-        for number, line in enumerate(_lines(handle, path), start=1):
+        for number, line in _lines(handle, path):
             if not line.strip():
                 continue
             yield number, _jsonl_record(line, number, path)
 
 
-def _lines(handle: Any, path: Path) -> Iterator[str]:
-    """The UTF-8 lines of an open binary file, without their ``\n``."""
+def _lines(handle: Any, path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of the UTF-8 lines of an open binary file, without their ``\n``."""
     number = 0
     while True:
         try:
@@ -713,7 +713,7 @@ def _lines(handle: Any, path: Path) -> Iterator[str]:
             return
         number += 1
         try:
-            yield raw[:-1].decode("utf-8") if raw.endswith(b"\n") else raw.decode("utf-8")
+            yield number, (raw[:-1] if raw.endswith(b"\n") else raw).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise DataError(f"cannot read: line {number} is not UTF-8 ({exc.reason} at byte {exc.start})", path=str(path),
                             fix="check the file is UTF-8 text") from exc

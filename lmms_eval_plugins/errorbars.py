@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from dataclasses import dataclass
 from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np

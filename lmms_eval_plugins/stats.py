@@ -119,8 +119,8 @@ def unit_sums(columns: np.ndarray, index: np.ndarray, units: int) -> np.ndarray:
 
 
 def resample_blocks(units: int, iterations: int, seed: int = SEED) -> Iterator[np.ndarray]:
-    """The seeded resamples' unit numbers, a block of rows at a time (rows x units). Drawing a block is
-    the same stream of draws as drawing its rows one by one (:func:`_picks`), so the numbers are too."""
+    """The seeded resamples' unit numbers, a block of rows at a time (rows x units): the one way every
+    bootstrap here draws them. A block is the same stream of draws as its rows drawn one by one."""
     rng = np.random.default_rng(seed)
     rows = max(1, min(iterations, BLOCK_CELLS // max(units, 1)))
     done = 0
@@ -214,10 +214,10 @@ def _groups(n: int, clusters: Sequence[Hashable] | None) -> list[np.ndarray]:
 
 
 def _picks(units: int, iterations: int, seed: int) -> Iterator[np.ndarray]:
-    """The resampled unit numbers, one array per bootstrap resample (seeded: the same every call)."""
-    rng = np.random.default_rng(seed)
-    for _ in range(iterations):
-        yield rng.integers(0, units, size=units)
+    """The resampled unit numbers, one array per bootstrap resample: the rows of :func:`resample_blocks`
+    (one way of drawing the seeded resamples)."""
+    for block in resample_blocks(units, iterations, seed):
+        yield from block
 
 
 def _resamples(n: int, clusters: Sequence[Hashable] | None, iterations: int, seed: int):
