@@ -76,7 +76,7 @@ def test_random_baseline_chains_match_an_independent_replay(tmp_path, isolated_e
     # chain metrics get a bootstrap error bar over whole videos, the same from the run as from its stored items
     spec = get_benchmark("causalstep")
     metrics = spec.task_metrics(TASK)
-    items = [compare._item(s, "ws", list(metrics)) for s in run.samples(TASK)]
+    items = [compare._item(s, "ws") for s in run.samples(TASK)]
     assert m["ws_stderr"] > 0 and m["rf_stderr"] > 0
     assert m["ws_stderr"] == pytest.approx(errorbars.metric_stderr(spec, metrics["ws"], spec.hooks().agg_ws, items))
     assert m["videos_stderr"] == "N/A"  # a count
