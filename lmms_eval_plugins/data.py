@@ -287,6 +287,30 @@ def hub_offline() -> bool:
     return bool(getattr(constants, "is_offline_mode", lambda: constants.HF_HUB_OFFLINE)())
 
 
+HUB_PROBE_TIMEOUT_S = 5.0
+
+
+def hub_unreachable(repo_id: str, *, offline: bool | None = None, timeout: float = HUB_PROBE_TIMEOUT_S) -> str | None:
+    """Why the hub dataset ``repo_id`` cannot be downloaded now, in words; None when the hub answers.
+
+    One bounded request (any HTTP answer counts: a gated or missing dataset is told by the download
+    itself). ``offline``: ``HF_HUB_OFFLINE`` as the user set it (default: as huggingface_hub reads it).
+    """
+    from huggingface_hub import constants
+
+    from lmms_eval_plugins.bounded_http import BodyTooLarge, fetch
+
+    if hub_offline() if offline is None else offline:
+        return "HF_HUB_OFFLINE=1 forbids downloading"
+    try:
+        fetch(f"{constants.ENDPOINT}/api/datasets/{repo_id}", max_bytes=1 << 20, deadline=timeout, timeout=timeout)
+    except BodyTooLarge:  # an answer all the same
+        return None
+    except Exception as exc:  # refused, no route, no DNS, deadline: no download can work now
+        return f"the hub ({constants.ENDPOINT}) cannot be reached: {type(exc).__name__}: {_first_line(exc)}"
+    return None
+
+
 def _hub_error(exc: Exception, repo_id: str, what: str, url: str | None) -> DataError:
     """A failed hub download as a DataError: what failed (repo, file), why, and the fix.
 

@@ -4,10 +4,13 @@ One short table, one row per check: Python and lmms-eval against the supported r
 the lmms-eval compatibility layer, the key packages against the tested set (known-bad versions fail,
 other untested ones are a note), a real decord decode of a bundled sample video (frame cache
 bypassed), a write into the frame cache folder, CUDA, each installed benchmark's data (local folder
-or Hugging Face cache; never downloaded) and the judge's configuration; ``--judge`` also sends the
-judge one tiny request. Exit status 1 when something every run needs is broken (versions,
+or Hugging Face cache; never downloaded: for data that ``--tasks`` need and the cache lacks, one bounded
+request asks whether the hub answers) and the judge's configuration; ``--judge`` also sends the judge one
+tiny request. Exit status 1 when something every run needs is broken (versions,
 compatibility, decoder, cache folder), and, with ``--tasks``, when those tasks lack their data or a
-judge; else 0. No network except the ``--judge`` probe.
+judge; else 0. No network except those two probes.
+
+:func:`run_blockers` is the same check of a run's tasks, made before its model loads.
 
 The verdicts are pure functions of the facts gathered (``*_check``), so each is unit-tested alone.
 """
@@ -157,6 +160,7 @@ class DataFacts:
     local_found: bool  # DATA_ROOT/<benchmark> is a folder
     hub_repo: str | None  # None: the data is not on the hub
     hub_cached: str | None  # the hub snapshot in the Hugging Face cache, when there
+    hub_problem: str | None = "not asked"  # why it cannot be downloaded now (data.hub_unreachable); None: the hub answers
 
 
 def data_check(facts: DataFacts, needed_by: Sequence[str] = ()) -> Check:
@@ -170,8 +174,13 @@ def data_check(facts: DataFacts, needed_by: Sequence[str] = ()) -> Check:
         fix = f"put the data in {folder} (layout: lmms-eval-plugins info {facts.benchmark}), or unset LMMS_EVAL_PLUGINS_DATA_ROOT"
     elif facts.hub_repo and facts.hub_cached:
         return Check(name, "ok", f"Hugging Face cache: {facts.hub_cached}")
+    elif facts.hub_repo and needed_by and facts.hub_problem is None:  # the run downloads it: nothing to fix
+        return Check(name, "note", f"not in the Hugging Face cache yet: {facts.hub_repo} is downloaded on the first run "
+                                   f"of {', '.join(needed_by)} (the hub answers)")
     elif facts.hub_repo:
         why = f"not in the Hugging Face cache ({facts.hub_repo} is downloaded on the first run)"
+        if needed_by and facts.hub_problem != "not asked":
+            why = f"not in the Hugging Face cache, and {facts.hub_repo} cannot be downloaded now ({facts.hub_problem})"
         fix = (f"run once with network access, or set LMMS_EVAL_PLUGINS_DATA_ROOT to a folder holding "
                f"'{facts.benchmark}/' (layout: lmms-eval-plugins info {facts.benchmark})")
     else:
@@ -394,15 +403,21 @@ def _hub_cached(repo: str, hub_cache: str | None = None) -> str | None:
         return None
 
 
-def gather_data(benchmarks: Sequence[str], hub_cache: str | None = None) -> list[DataFacts]:
-    from lmms_eval_plugins.data import DATA_ROOT_ENV
+def gather_data(benchmarks: Sequence[str], hub_cache: str | None = None, *, probe: Iterable[str] = (),
+                offline: bool | None = None) -> list[DataFacts]:
+    """``probe``: the benchmarks whose uncached hub data a run needs: the hub is asked whether it answers
+    (one bounded request, ``data.hub_unreachable``; ``offline`` as there)."""
+    from lmms_eval_plugins.data import DATA_ROOT_ENV, hub_unreachable
 
     root = os.environ.get(DATA_ROOT_ENV) or None
+    probe = set(probe)
     out = []
     for name in benchmarks:
         local = bool(root) and (Path(root).expanduser() / name).is_dir()
         repo = None if root else _hub_repo(name)
-        out.append(DataFacts(name, root, local, repo, _hub_cached(repo, hub_cache) if repo else None))
+        cached = _hub_cached(repo, hub_cache) if repo else None
+        problem = hub_unreachable(repo, offline=offline) if repo and not cached and name in probe else "not asked"
+        out.append(DataFacts(name, root, local, repo, cached, problem))
     return out
 
 
@@ -516,10 +531,30 @@ def requested_needs(requested: Sequence[str]) -> tuple[list[Check], dict[str, li
     return rows, data, judge
 
 
+def run_blockers(tasks: Sequence[str]) -> tuple[list[Check], list[Check]]:
+    """Before a run's model loads: (blockers, warnings) of its requested tasks, every one at once.
+
+    Blockers: the data rows ``doctor --tasks`` fails (missing, not public, not cached while the hub cannot
+    be reached) and a judge configuration the judge refuses. Warnings: judged tasks without a judge (they
+    run, with their judged metrics null). Tasks no installed benchmark provides are lmms-eval's to name.
+    """
+    from lmms_eval_plugins.data import hub_offline
+
+    _, data_needs, judge_needs = requested_needs(tasks)
+    rows = [data_check(f, data_needs[f.benchmark])
+            for f in gather_data(list(data_needs), probe=data_needs, offline=hub_offline())]
+    if judge_needs:
+        rows.append(judge_check(gather_judge(), judge_needs))
+    return [r for r in rows if r.status == "FAIL"], [r for r in rows if r.status == "note" and r.name == "judge"]
+
+
 # ------------------------------------------------------------------------------------------ main
 
 
 def run_checks(tasks: Sequence[str] = (), judge: bool = False) -> list[Check]:
+    from lmms_eval_plugins.data import hub_offline
+
+    offline = hub_offline()  # as the user set it, before the line below
     os.environ["HF_HUB_OFFLINE"] = "1"  # the data probe reads the cache only (and asks local_files_only)
     from lmms_eval_plugins.benchmark import ordered_benchmarks
 
@@ -531,7 +566,8 @@ def run_checks(tasks: Sequence[str] = (), judge: bool = False) -> list[Check]:
     checks += gather_compat()
     checks += [gather_decoder(), gather_cache(), gather_cuda()]
     task_rows, data_needs, judge_needs = requested_needs(tasks) if tasks else ([], {}, [])
-    checks += [data_check(f, data_needs.get(f.benchmark, ())) for f in gather_data([b.name for b in ordered_benchmarks()])]
+    checks += [data_check(f, data_needs.get(f.benchmark, ()))
+               for f in gather_data([b.name for b in ordered_benchmarks()], probe=data_needs, offline=offline)]
     facts = gather_judge()
     checks.append(judge_check(facts, judge_needs, [b.name for b in ordered_benchmarks() if b.judge]))
     if judge:

@@ -49,6 +49,20 @@ class TaskNotFound(PluginError):
         super().__init__(f"{self.problem} | fix: {self.fix}")
 
 
+class RunBlocked(PluginError):
+    """What stops a run, every item at once, found before its model loads (``doctor.run_blockers``):
+    ``blockers`` and ``warnings`` are (what, why, fix) triples."""
+
+    def __init__(self, blockers: Sequence[tuple[str, str, str | None]], warnings: Sequence[tuple[str, str, str | None]] = ()):
+        self.blockers, self.warnings = list(blockers), list(warnings)
+        count = f"{len(self.blockers)} thing{'s' if len(self.blockers) != 1 else ''}"
+        self.problem = f"{count} must be fixed before this run can start (found before the model loaded)"
+        self.fix = "; ".join(f"{what}: {fix}" for what, _, fix in self.blockers if fix) or None
+        self.record, self.path = None, None
+        super().__init__(f"{self.problem}: " + "; ".join(f"{what}: {why}" for what, why, _ in self.blockers)
+                         + (f" | fix: {self.fix}" if self.fix else ""))
+
+
 def closest_tasks(name: str, known: Sequence[str], n: int = 3) -> list[str]:
     """Up to ``n`` names of ``known`` closest to the misspelled ``name`` (difflib ratio >= 0.75)."""
     return difflib.get_close_matches(name, list(known), n=n, cutoff=0.75)
@@ -80,18 +94,33 @@ def _field(label: str, text: str) -> list[str]:
     return [f"  {label + ':':<9}{wrapped[0]}"] + [f"{'':11}{w}" for w in wrapped[1:]]
 
 
-def stopped_block(error: PluginError, output_path: str | None) -> str:
-    """What is wrong, where, the fix (each in full), and how to check a run: 6 lines around the message."""
+def doctor_hint(tasks: Sequence[str] = ()) -> str:
+    """The doctor command that checks what these tasks need (data, judge), or the install alone."""
+    names = [t for t in tasks if isinstance(t, str) and t]
+    if names:
+        return f"check everything these tasks need: lmms-eval-plugins doctor --tasks {','.join(names)}"
+    return "check the install: lmms-eval-plugins doctor"
+
+
+def stopped_block(error: PluginError, output_path: str | None, tasks: Sequence[str] = ()) -> str:
+    """What is wrong, where, the fix (each in full), and how to check a run: 6 lines around the message.
+    A :class:`RunBlocked` lists each blocker with its fix, then its warnings."""
     problem = getattr(error, "problem", None) or str(error)
     bar = "=" * WIDTH
     body = _field("problem", problem)
-    for label, attribute in (("record", "record"), ("file", "path"), ("fix", "fix")):
-        if getattr(error, attribute, None):
-            body += _field(label, getattr(error, attribute))
+    if isinstance(error, RunBlocked):
+        for what, why, fix in error.blockers:
+            body += _field("blocker", f"{what}: {why}") + (_field("fix", fix) if fix else [])
+        for what, why, fix in error.warnings:
+            body += _field("warning", f"{what}: {why}") + (_field("fix", fix) if fix else [])
+    else:
+        for label, attribute in (("record", "record"), ("file", "path"), ("fix", "fix")):
+            if getattr(error, attribute, None):
+                body += _field(label, getattr(error, attribute))
     check = f"lmms-eval-plugins check-run {output_path.rstrip('/')}" if output_path else "lmms-eval-plugins check-run OUTPUT_PATH"
     lines = [bar, f"lmms-eval-plugins: the run stopped: {type(error).__name__}", *body,
              f"  (lmms-eval exits with status 0 even so; `{check}` exits 1)",
-             "  (check the install: lmms-eval-plugins doctor)", bar]
+             f"  ({doctor_hint(tasks)})", bar]
     return escape_controls("\n".join(lines))  # the message may quote a record of a hostile data file
 
 

@@ -58,6 +58,12 @@ def runs(tmp_path_factory):
             out[name] = run_lmms_eval(tasks="errorradar_step_sample", model=model, model_args=model_args,
                                       output_dir=tmp / name, env=env)
             out["seconds"][name] = time.monotonic() - started
+        # issue 37 case 11: the headline command with no network, no data and no judge names every blocker at
+        # once, before the model loads (the path below is no model: loading it first would fail on it)
+        started = time.monotonic()
+        out["blocked"] = run_lmms_eval(tasks="virectify,mmerror", model="qwen2_5_vl", model_args="pretrained=/nowhere",
+                                       output_dir=tmp / "blocked", env={**env, "HF_HUB_CACHE": str(tmp / "empty-hub")})
+        out["seconds"]["blocked"] = time.monotonic() - started
         started = time.monotonic()
         out["score"] = _plugins("score", str(tmp / "no_judge"), env=env, cwd=tmp)
         out["check_run"] = _plugins("check-run", str(tmp / "misspelled"), env=env, cwd=tmp)
@@ -131,3 +137,26 @@ def test_a_misspelled_model_arg_is_named_with_the_closest_key(runs):
     assert "its arguments: seed" in ours and runs["sed"].results_path is None
     assert "--model_args: 'max_pixel' (did you mean 'max_pixels'?) is not an argument of --model qwen2_5_vl" in theirs, theirs[-2000:]
     assert "max_pixels" in theirs.split("its arguments:")[-1] and "Unexpected kwargs" not in theirs
+
+
+def test_the_headline_command_names_every_blocker_at_once_before_the_model_loads(runs):
+    # before: only the MMErroR download was named, after the model loaded; the user fixed it, restarted
+    # (loading the model again) and only then met the ViRectify data; the block pointed to plain `doctor`
+    run = runs["blocked"]
+    lines = run.output.rstrip().splitlines()
+    bars = [i for i, line in enumerate(lines) if line.startswith("=" * 50)]
+    assert bars and bars[-1] == len(lines) - 1, run.output[-3000:]
+    block = _flat("\n".join(lines[bars[-2]:]))
+    assert "the run stopped: RunBlocked" in block and "2 things must be fixed before this run can start" in block
+    assert "blocker: virectify data: not public: needs a local copy" in block
+    assert "blocker: mmerror data: not in the Hugging Face cache" in block and "HF_HUB_OFFLINE=1" in block
+    assert block.count("fix: ") >= 3 and "LMMS_EVAL_PLUGINS_DATA_ROOT" in block
+    # the missing judge is a warning: the judged metrics would be null, the run would still go
+    assert "warning: judge: no judge endpoint configured" in block and "judged metrics null" in block
+    named = block.split("(check everything these tasks need: lmms-eval-plugins doctor --tasks ")[1].split(")")[0]
+    assert sorted(named.split(",")) == ["mmerror", "virectify"]  # lmms-eval's order of the tasks asked
+    assert "/nowhere" not in run.output.split("RunBlocked")[0]  # the model was never loaded
+    assert run.results_path is None and run.returncode == 0  # lmms-eval's exit code; check-run tells the truth
+    from lmms_eval_plugins import run_status
+
+    assert run_status.main([str(runs["tmp"] / "blocked")]) == 1

@@ -576,3 +576,30 @@ def test_an_unreachable_hub_names_the_first_failure_and_the_fix(hub):
     assert error.problem == (f"could not download {er.CSV_NAME} from the hub dataset {er.HUB_REPO} "
                              "(ConnectionRefusedError: [Errno 111] Connection refused)")
     assert hub.endpoint in error.fix and "HF_ENDPOINT" in error.fix and data.DATA_ROOT_ENV in error.fix
+
+
+def test_a_run_asks_the_hub_only_for_uncached_data_it_needs_and_names_why_it_cannot_download(hub, monkeypatch, tmp_path):
+    """Issue 37 case 11: data the hub can send is no blocker; data it cannot (offline, unreachable) is one."""
+    from huggingface_hub import constants
+
+    from lmms_eval_plugins import doctor
+
+    assert doctor.run_blockers(["errorradar_step"]) == ([], [])  # not cached, but the hub answers
+    assert len(hub.seen("GET", "/api/datasets/ErrorRadar/ErrorRadar")) == 1
+    facts, = doctor.gather_data(["errorradar"], probe=["errorradar"])
+    assert facts.hub_problem is None and doctor.data_check(facts, ["errorradar_step"]).status == "note"
+    asked = len(hub.requests)
+    doctor.run_blockers(["errorradar_step_sample", "errorradar_sample"])  # sample tasks: the hub is not asked
+    assert len(hub.requests) == asked
+    add_errorradar(hub)
+    er_docs(ER_AUTO)
+    asked = len(hub.requests)
+    assert doctor.run_blockers(["errorradar_step"]) == ([], []) and len(hub.requests) == asked  # cached: no question
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "another-empty-cache"))
+    endpoint = hub.endpoint
+    hub.stop()
+    (blocker,), _ = doctor.run_blockers(["errorradar_step"])
+    assert blocker.status == "FAIL" and "cannot be downloaded now" in blocker.detail and endpoint in blocker.detail
+    assert "needed by errorradar_step" in blocker.detail and data.DATA_ROOT_ENV in blocker.fix
+    offline, = doctor.gather_data(["errorradar"], probe=["errorradar"], offline=True)
+    assert offline.hub_problem == "HF_HUB_OFFLINE=1 forbids downloading"

@@ -68,6 +68,17 @@ def test_the_block_names_record_file_and_fix_and_cuts_no_message():
     assert "fix:     put the file there" in block and "lmms-eval-plugins check-run /runs/out" in block
     assert lines[-2] == "  (check the install: lmms-eval-plugins doctor)"
     assert "RetryError" not in block
+    with_tasks = run_status.stopped_block(MediaError("no video", fix="put it there"), None, ["crossvid_bu", "mmerror"])
+    assert with_tasks.splitlines()[-2] == "  (check everything these tasks need: lmms-eval-plugins doctor --tasks crossvid_bu,mmerror)"
+
+
+def test_a_blocked_run_lists_every_blocker_with_its_fix_then_the_warnings():
+    error = run_status.RunBlocked([("a data", "not public", "set ROOT"), ("b data", "offline " + "y" * 150, None)],
+                                  [("judge", "none configured", "set OPENAI_BASE_URL")])
+    lines = run_status.stopped_block(error, "/o", ["a", "b"]).splitlines()
+    assert all(len(line) <= run_status.WIDTH for line in lines) and "2 things must be fixed" in lines[2]
+    assert [line.split(":")[0].strip() for line in lines[3:-3] if line[2] not in " ("] == ["blocker", "fix", "blocker", "warning", "fix"]
+    assert "set ROOT" in error.fix and "y" * 80 in "".join(lines).replace(" ", "")
 
 
 def _results(folder, tasks, unscored=0, when=None):

@@ -150,10 +150,12 @@ def install_evaluate_hook() -> bool:
         # this run's other state: its options, decided once from its configuration, and media that failed to decode
         run_state.begin_run(strict=run_state.strict_from_run_config(kwargs.get("model_args")))
         output_path = lmms_eval_output_path(sys.argv)
+        tasks = _task_names(kwargs.get("tasks"))
         try:
             unusable = run_status.output_path_error(output_path)  # known now, before the model loads
             if unusable is not None:
                 raise unusable
+            _check_tasks_before_the_model_loads(tasks)
             result = original(*args, **kwargs)
         except KeyboardInterrupt:
             # one block instead of a 100-line torch traceback; 130: the shell's code for a Ctrl-C stop
@@ -164,7 +166,7 @@ def install_evaluate_hook() -> bool:
             if error is None:
                 raise
             run_status.record_failure(output_path, error)
-            block = run_status.stopped_block(error, output_path)
+            block = run_status.stopped_block(error, output_path, tasks)
             atexit.register(_print_last, block)
             # lmms-eval prints the traceback of what reaches it: ours alone, not tenacity's RetryError chain
             raise error.with_traceback(None) from None
@@ -173,6 +175,31 @@ def install_evaluate_hook() -> bool:
 
     evaluator.simple_evaluate = _mark(simple_evaluate, original)
     return True
+
+
+def _task_names(tasks: Any) -> list[str]:
+    """The task names lmms-eval passes ``simple_evaluate`` (a list, or one comma-separated string)."""
+    if isinstance(tasks, str):
+        tasks = tasks.split(",")
+    return [t.strip() for t in tasks or () if isinstance(t, str) and t.strip()]
+
+
+def _check_tasks_before_the_model_loads(tasks: list[str]) -> None:
+    """lmms-eval loads the model, then each task's data in turn, and stops at the first that fails: the
+    user fixed one blocker per start (issue 37). Raise every blocker of every requested task at once
+    (:class:`run_status.RunBlocked`), before the model loads; say a missing judge as a warning."""
+    from lmms_eval_plugins import doctor, run_status
+
+    try:
+        blockers, warnings = doctor.run_blockers(tasks)
+    except Exception as exc:  # the check is a courtesy: the tasks' own loading still names what fails
+        logging.getLogger(__name__).debug(f"checking the tasks before the model loads failed: {exc!r}")
+        return
+    if blockers:
+        raise run_status.RunBlocked([(b.name, b.detail, b.fix) for b in blockers],
+                                    [(w.name, w.detail, w.fix) for w in warnings])
+    for w in warnings:
+        logging.getLogger(__name__).warning(f"lmms-eval-plugins: {w.name}: {w.detail} (fix: {w.fix})")
 
 
 def _model_args_error(exc: BaseException, model: Any, model_args: Any) -> Any:
