@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_eval_plugins.data import parse_json
-from lmms_eval_plugins.logged_samples import read_samples
+from lmms_eval_plugins.logged_samples import read_samples, with_every_item
 from lmms_eval_plugins.runs import latest_results, samples_path
 
 # No hub access during tests and demos; our tasks read bundled data.
@@ -46,7 +46,9 @@ class RunResult:
         path = samples_path(self.results_path, task)
         if not path.is_file():
             raise FileNotFoundError(f"no logged samples for {task} next to {self.results_path}")
-        return read_samples(path)
+        config = (self.results.get("configs") or {}).get(task) or {}
+        metrics = [m.get("metric") for m in config.get("metric_list") or () if isinstance(m, dict)]
+        return [with_every_item(record, metrics) for record in read_samples(path)]
 
     def tail(self, chars: int = 4000) -> str:
         return self.output[-chars:]

@@ -45,14 +45,8 @@ class Row(stats.Paired):
 
 
 def _item(sample: Mapping[str, Any], metric: str) -> Any:
-    """The per-sample item of ``metric``: logged under its name, else the line's first item (lmms-eval logs
-    one item under every metric that shares it, and :func:`logged_samples.lean` keeps it once, first)."""
-    if metric in sample:
-        return sample[metric]
-    for name, value in sample.items():
-        if isinstance(value, dict) and name not in logged_samples.BULKY:
-            return value
-    return None
+    """The per-sample item of ``metric`` (:func:`logged_samples.item_of`)."""
+    return logged_samples.item_of(sample, metric)
 
 
 def paired_samples(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from lmms_eval_plugins.data import iter_jsonl
-from lmms_eval_plugins.errors import DataError
+from lmms_eval_plugins.errors import DataError, PluginError
 
 # lmms-eval's task names (all of 0.7.3's match); 200 leaves room for "<stem>_samples_" in a 255-byte name
 TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+\-]{0,199}")
@@ -60,6 +61,49 @@ def check_task_names(data: dict[str, Any], path: Path) -> None:
 BULKY = ("doc", "arguments", "resps", "filtered_resps")
 
 
+# How the plugin's tasks log their items (issue 41). lmms-eval logs what ``process_results`` returns
+# under each metric's name, and our metrics share one item per sample: lmms-eval wrote it up to 23 times
+# a line. The plugin's samples writer (``compat.patches``) keeps the first metric's item and leaves out
+# every later metric whose item is equal to it; a metric with its own value keeps it. So each item is
+# logged once, and a reader finds a metric's item under its name, else as the line's first item
+# (:func:`item_of`). Lines written before (every metric named) read the same.
+
+
+def without_repeated_items(record: dict[str, Any], metrics: Any) -> dict[str, Any]:
+    """``record`` without the items of ``metrics`` equal to the first of them (the line as written)."""
+    out: dict[str, Any] = {}
+    first: Any = None
+    for key, value in record.items():
+        if key in metrics and isinstance(value, dict):
+            if first is None:
+                first = value
+            elif value == first:
+                continue
+        out[key] = value
+    return out
+
+
+def first_item(record: Any) -> dict[str, Any] | None:
+    """The first item a samples line holds (an object outside :data:`BULKY`), else None."""
+    for name, value in record.items():
+        if isinstance(value, dict) and name not in BULKY:
+            return value
+    return None
+
+
+def item_of(record: Any, metric: str) -> Any:
+    """``metric``'s per-sample item in a logged line: under its name, else the line's first item."""
+    return record[metric] if metric in record else first_item(record)
+
+
+def with_every_item(record: dict[str, Any], metrics: Any) -> dict[str, Any]:
+    """``record`` with each of ``metrics`` under its own name again (as lmms-eval held it in memory)."""
+    shared = first_item(record)
+    if shared is None:
+        return record
+    return {**record, **{m: shared for m in metrics if m not in record}}
+
+
 def lean(record: dict[str, Any]) -> dict[str, Any]:
     """A samples line as the scores' readers (``report``, ``compare``) need it, each item held once.
 
@@ -89,14 +133,18 @@ def _interned(value: Any) -> Any:
 
 def read_samples(path: Path, *, lean_records: bool = False) -> list[dict[str, Any]]:
     """The logged samples of one file, in file order (blank lines skipped), read in one streamed pass;
-    with ``lean_records``, each as :func:`lean` keeps it.
+    with ``lean_records``, each as :func:`lean` keeps it. Errors as :func:`iter_samples` raises them."""
+    return list(iter_samples(path, lean_records=lean_records))
+
+
+def iter_samples(path: Path, *, lean_records: bool = False) -> Iterator[dict[str, Any]]:
+    """The logged samples of one file, one at a time (a reader keeps only what it needs of each).
 
     A file that cannot be read, a line that is not JSON (a torn last line too) or not an object is a
     :class:`~lmms_eval_plugins.errors.DataError` whose ``problem`` starts with ``line N:`` for a bad line;
     a ``doc_id`` on a second line is a :class:`DuplicateDocError` naming both lines.
     """
     path = Path(path)
-    records: list[dict[str, Any]] = []
     first_line: dict[Any, int] = {}
     for number, record in iter_jsonl(path):
         doc_id = record.get("doc_id")
@@ -111,5 +159,39 @@ def read_samples(path: Path, *, lean_records: bool = False) -> list[dict[str, An
                                     fix="lmms-eval logs one line per document: the file was edited or two files were "
                                         "joined; use the file lmms-eval wrote (or re-run with --log_samples)")
         first_line.setdefault(key, number)
-        records.append(lean(record) if lean_records else record)
-    return records
+        yield lean(record) if lean_records else record
+
+
+#: starts every ReplayError message; ``lmms-eval-plugins score`` finds it in lmms-eval's output
+REPLAY_ERROR_MARK = "lmms-eval-plugins replay:"
+
+
+class ReplayError(PluginError):
+    """The stored samples cannot answer a request (missing, malformed, or made for other documents)."""
+
+    def __init__(self, message: str) -> None:
+        self.detail = message
+        super().__init__(f"{REPLAY_ERROR_MARK} {message}")
+
+
+def load_samples(results_path: Path, task: str, keep: Callable[[dict[str, Any]], Any] | None = None) -> dict[int, Any]:
+    """The logged samples of ``task`` by doc id (``keep``: only what it returns of each, read in one
+    streamed pass); a missing or malformed file raises :class:`ReplayError`."""
+    from lmms_eval_plugins.runs import samples_path  # runs reads samples through this module
+
+    path = samples_path(results_path, task)
+    if not path.is_file():
+        raise ReplayError(f"no logged samples for task {task!r}: {path} does not exist. "
+                          "The run must be made with --log_samples; re-run lmms-eval with it")
+    by_doc: dict[int, Any] = {}
+    try:
+        for number, record in enumerate(iter_samples(path), start=1):
+            if not isinstance(record.get("doc_id"), int):
+                raise ReplayError(f"{path}: record {number} has no integer doc_id: not an lmms-eval samples file")
+            by_doc[record["doc_id"]] = record if keep is None else keep(record)
+    except UnusableDocError as exc:
+        raise ReplayError(f"{path}: {exc.problem}: {exc.fix}") from exc
+    except DataError as exc:
+        raise ReplayError(f"{path}: {exc.problem}: the file is cut short or corrupt (an interrupted run?); "
+                          f"re-run lmms-eval for task {task!r} with --log_samples") from exc
+    return by_doc

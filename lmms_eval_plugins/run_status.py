@@ -49,7 +49,7 @@ class TaskNotFound(PluginError):
         super().__init__(f"{self.problem} | fix: {self.fix}")
 
 
-class RunBlocked(PluginError):
+class RunBlockedError(PluginError):
     """What stops a run, every item at once, found before its model loads (``doctor.run_blockers``):
     ``blockers`` and ``warnings`` are (what, why, fix) triples."""
 
@@ -104,11 +104,11 @@ def doctor_hint(tasks: Sequence[str] = ()) -> str:
 
 def stopped_block(error: PluginError, output_path: str | None, tasks: Sequence[str] = ()) -> str:
     """What is wrong, where, the fix (each in full), and how to check a run: 6 lines around the message.
-    A :class:`RunBlocked` lists each blocker with its fix, then its warnings."""
+    A :class:`RunBlockedError` lists each blocker with its fix, then its warnings."""
     problem = getattr(error, "problem", None) or str(error)
     bar = "=" * WIDTH
     body = _field("problem", problem)
-    if isinstance(error, RunBlocked):
+    if isinstance(error, RunBlockedError):
         for what, why, fix in error.blockers:
             body += _field("blocker", f"{what}: {why}") + (_field("fix", fix) if fix else [])
         for what, why, fix in error.warnings:

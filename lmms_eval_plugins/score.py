@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Any
 
 from lmms_eval_plugins import score_batch
-from lmms_eval_plugins.logged_samples import read_samples
 from lmms_eval_plugins.outcome import (
     BUDGET_EXCEEDED,
     REQUEST_FAILED,
@@ -165,20 +164,27 @@ def run_tasks(data: Mapping[str, Any], requested: str | None, path: Path) -> lis
     return out
 
 
-def check_logged_samples(path: Path, tasks: list[str]) -> None:
-    """Every task's samples file is there and reads (before anything runs)."""
-    from lmms_eval_plugins.models.replay import ReplayError, load_samples
+def check_logged_samples(path: Path, tasks: list[str]) -> dict[str, dict[int, str]]:
+    """Every task's samples file is there and reads (before anything runs): task -> doc_id -> its gold
+    target, read in one streamed pass per file (the replay reads the replies itself)."""
+    from lmms_eval_plugins.logged_samples import ReplayError, load_samples
 
     missing = [t for t in tasks if not samples_path(path, t).is_file()]
     if missing:
         which = "the run logged no samples" if len(missing) == len(tasks) else f"no logged samples for {', '.join(missing)}"
         raise ScoreInputError(f"{path}: {which} (expected {samples_path(path, missing[0]).name} beside it). score replays "
                               "the stored replies: re-run lmms-eval with --log_samples")
+    targets = {}
     for task in tasks:
         try:
-            load_samples(path, task)
+            targets[task] = load_samples(path, task, keep=_target)
         except ReplayError as exc:
             raise ScoreInputError(exc.detail) from exc
+    return targets
+
+
+def _target(sample: Mapping[str, Any]) -> str:
+    return str(sample.get("target"))
 
 
 # ------------------------------------------------------------------------------------------ the replay
@@ -218,6 +224,8 @@ def include_options(config: Mapping[str, Any], path: Path, given: str | None,
     loading it would import whatever code the output folder ships (issue 27)."""
     if given:
         return [f"--include_path={Path(given).expanduser().resolve()}"]
+    if not stored_include_paths(config):  # the usual case: no benchmark is imported to learn its folder (issue 41)
+        return []
     if installed is None:
         from lmms_eval_plugins.discovery import plugin_task_dirs as installed
     ours = {os.path.realpath(folder) for folder in installed()}
@@ -385,7 +393,7 @@ def folder_lock(folder: Path) -> Iterator[None]:
 
 def replay_failure(output: str) -> str | None:
     """The replay model's own error in lmms-eval's output (lmms-eval logs it and exits 0)."""
-    from lmms_eval_plugins.models.replay import REPLAY_ERROR_MARK
+    from lmms_eval_plugins.logged_samples import REPLAY_ERROR_MARK
 
     for line in _ANSI.sub("", output).splitlines():
         if REPLAY_ERROR_MARK in line:
@@ -407,26 +415,40 @@ def tables(output: str) -> str:
 
 
 def check_same_run(original_path: Path, original: Mapping[str, Any], new_path: Path, new: Mapping[str, Any],
-                   tasks: list[str]) -> None:
+                   tasks: list[str], stored: Mapping[str, Mapping[int, str]] | None = None) -> dict[str, Counter[str]]:
     """The replay scored the documents of the run: same task versions, documents and gold answers.
-    (The replay model already refused prompts that differ; this catches what a prompt does not show.)"""
-    from lmms_eval_plugins.models.replay import load_samples
+    (The replay model already refused prompts that differ; this catches what a prompt does not show.)
+    ``stored``: the run's targets as :func:`check_logged_samples` read them (else read here). Each new
+    samples file is read once, in one streamed pass, which also gives why its samples are unscored:
+    task -> reason -> count."""
+    from lmms_eval_plugins.logged_samples import load_samples
 
     redo = "the stored replies answer other questions; re-run the model (or score with the data and task version of the run)"
+    reasons: dict[str, Counter[str]] = {}
     for task in tasks:
         if task not in new.get("results", {}):
             continue
         was, now = (original.get("versions") or {}).get(task), (new.get("versions") or {}).get(task)
         if was is not None and now is not None and was != now:
             raise ScoreInputError(f"{original_path}: task {task!r} was version {was} in the run and is version {now} now: {redo}")
-        stored, scored = load_samples(original_path, task), load_samples(new_path, task)
-        if set(stored) != set(scored):
-            raise ScoreInputError(f"{samples_path(original_path, task)}: task {task!r} logged {len(stored)} documents, "
+        targets = stored[task] if stored is not None and task in stored else load_samples(original_path, task, keep=_target)
+        counted: Counter[str] = Counter()
+        scored = load_samples(new_path, task, keep=lambda sample, counted=counted: _target_and_reasons(sample, counted))
+        reasons[task] = counted
+        if set(targets) != set(scored):
+            raise ScoreInputError(f"{samples_path(original_path, task)}: task {task!r} logged {len(targets)} documents, "
                                   f"it has {len(scored)} now (data changed, or another --limit/--offset): {redo}")
-        for doc_id, sample in scored.items():
-            if str(sample.get("target")) != str(stored[doc_id].get("target")):
+        for doc_id, target in scored.items():
+            if target != targets[doc_id]:
                 raise ScoreInputError(f"{samples_path(original_path, task)}: task {task!r} doc_id {doc_id}: the gold "
                                       f"answer differs from the logged one: {redo}")
+    return reasons
+
+
+def _target_and_reasons(sample: Mapping[str, Any], reasons: Counter[str]) -> str:
+    for reason in sample_unscored_reasons(sample):
+        reasons[reason] += 1
+    return _target(sample)
 
 
 # ------------------------------------------------------------------------------------------ the outcome
@@ -450,17 +472,23 @@ def unscored_counts(results: Mapping[str, Any], tasks: list[str]) -> dict[str, i
 
 def unscored_reasons(samples_file: Path) -> Counter[str]:
     """Why the samples of a (just written) samples file are unscored: reason -> count."""
+    from lmms_eval_plugins.logged_samples import iter_samples
+
     reasons: Counter[str] = Counter()
-    for sample in read_samples(samples_file):
-        item = sample.get(UNSCORED_METRIC)
-        if isinstance(item, Mapping) and item.get(UNSCORED_FIELD):
-            reasons[str(item[UNSCORED_FIELD])] += 1
-        elif item is None:  # a judged-task recipe's sample: its judge outcome's error, logged once per metric
-            errors = {str(v["error"]) for v in sample.values() if isinstance(v, Mapping) and v.get("error")
-                      and "verdict" in v}
-            for error in errors:
-                reasons[f"judge error: {error}"] += 1
+    for sample in iter_samples(samples_file):
+        reasons.update(sample_unscored_reasons(sample))
     return reasons
+
+
+def sample_unscored_reasons(sample: Mapping[str, Any]) -> list[str]:
+    """Why one logged sample is unscored (none: scored)."""
+    item = sample.get(UNSCORED_METRIC)
+    if isinstance(item, Mapping) and item.get(UNSCORED_FIELD):
+        return [str(item[UNSCORED_FIELD])]
+    if item is None:  # a judged-task recipe's sample: its judge outcome's error, logged once per metric
+        errors = {str(v["error"]) for v in sample.values() if isinstance(v, Mapping) and v.get("error") and "verdict" in v}
+        return [f"judge error: {error}" for error in sorted(errors)]
+    return []
 
 
 def mark_rescored(new: dict[str, Any], original: Mapping[str, Any], original_path: Path, env: Mapping[str, str]) -> None:
@@ -484,11 +512,13 @@ def mark_rescored(new: dict[str, Any], original: Mapping[str, Any], original_pat
 
 def redacted_model_args(model_args: Any) -> Any:
     """The stored ``model_args`` (a string or lmms-eval's dict) with credential-like values hidden."""
+    from lmms_eval_plugins.compat.private import split_model_args_without_loading
     from lmms_eval_plugins.safe_text import redact_arg, redact_model_args
 
     if isinstance(model_args, Mapping):
         return {k: redact_arg(k, v) for k, v in model_args.items()}
-    return redact_model_args(model_args) if isinstance(model_args, str) else model_args
+    # score's own process never needs lmms-eval (its replay runs in a child): no torch import for one split
+    return redact_model_args(model_args, split_model_args_without_loading) if isinstance(model_args, str) else model_args
 
 
 def install(new_path: Path, new: Mapping[str, Any], scratch: Path, dest: Path) -> Path:
@@ -512,8 +542,10 @@ def install(new_path: Path, new: Mapping[str, Any], scratch: Path, dest: Path) -
     return target
 
 
-def summary(original_path: Path, target: Path, tasks: list[str], new: Mapping[str, Any]) -> tuple[int, list[str]]:
-    """(exit status, lines): 1 while a task has no results or unscored samples."""
+def summary(original_path: Path, target: Path, tasks: list[str], new: Mapping[str, Any],
+            known_reasons: Mapping[str, Counter[str]] | None = None) -> tuple[int, list[str]]:
+    """(exit status, lines): 1 while a task has no results or unscored samples (``known_reasons``: as
+    :func:`check_same_run` counted them, else read from the new samples files)."""
     missing = [t for t in tasks if t not in new.get("results", {})]
     counts = unscored_counts(new, tasks)
     head = f"lmms-eval-plugins score: {len(tasks) - len(missing)}/{len(tasks)} task(s) re-scored from {original_path.name} -> {target}"
@@ -523,7 +555,9 @@ def summary(original_path: Path, target: Path, tasks: list[str], new: Mapping[st
     model, other = Counter(), Counter()
     numbered: dict[str, int] = {}  # each distinct reason is printed once, in full, under its number
     for task, n in sorted(counts.items()):
-        reasons = unscored_reasons(samples_path(target, task))
+        reasons = (known_reasons or {}).get(task)
+        if reasons is None:
+            reasons = unscored_reasons(samples_path(target, task))
         for reason, _ in reasons.most_common():
             numbered.setdefault(reason, len(numbered) + 1)
         lines.append(f"  {task}: {n} unscored: " + "; ".join(f"{k} x reason {numbered[r]}" for r, k in reasons.most_common()))
@@ -574,7 +608,7 @@ def main(argv: list[str]) -> int:
         original_path = find_results(args.output_path, args.results)
         original = read_results(original_path)
         tasks = run_tasks(original, args.tasks, original_path)
-        check_logged_samples(original_path, tasks)
+        stored_targets = check_logged_samples(original_path, tasks)
         config = original.get("config") or {}
         if not isinstance(config, Mapping):
             raise ScoreInputError(f"{original_path}: config is not an object: the results file was edited or damaged")
@@ -585,14 +619,15 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         with signals_unwind(), folder_lock(original_path.parent):
-            return replay_and_install(args, original_path, original, config, tasks, include)
+            return replay_and_install(args, original_path, original, config, tasks, include, stored_targets)
     except Interrupted as exc:
         emit(f"lmms-eval-plugins score: stopped by {exc}: lmms-eval ended, temporary files removed", file=sys.stderr)
         return 128 + exc.signum
 
 
 def replay_and_install(args: argparse.Namespace, original_path: Path, original: Mapping[str, Any],
-                       config: Mapping[str, Any], tasks: list[str], include: list[str]) -> int:
+                       config: Mapping[str, Any], tasks: list[str], include: list[str],
+                       stored_targets: Mapping[str, Mapping[int, str]] | None = None) -> int:
     env = dict(os.environ)
     if args.judge:
         env[JUDGE_ENV] = args.judge
@@ -632,7 +667,7 @@ def replay_and_install(args: argparse.Namespace, original_path: Path, original: 
         new_path = produced[-1]
         new = read_results(new_path)
         try:
-            check_same_run(original_path, original, new_path, new, tasks)
+            reasons = check_same_run(original_path, original, new_path, new, tasks, stored_targets)
         except ScoreInputError as exc:
             emit(f"lmms-eval-plugins score: error: {exc}", file=sys.stderr)
             return 2
@@ -644,7 +679,7 @@ def replay_and_install(args: argparse.Namespace, original_path: Path, original: 
             emit(f"lmms-eval-plugins score: cannot put the new results beside the run: {exc}", file=sys.stderr)
             return 1
     emit(tables(output))
-    status, lines = summary(original_path, target, tasks, new)
+    status, lines = summary(original_path, target, tasks, new, reasons)
     if args.batch or args.prices:
         lines += score_batch.accounting_lines(new)
     emit("\n".join(lines))

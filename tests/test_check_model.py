@@ -155,9 +155,10 @@ def test_a_failing_task_is_isolated_and_named(tmp_path, isolated_env, monkeypatc
                              output_dir=tmp_path / "runs", shapes=False, limit=2)
     by_task = {r.task: r for r in reports}
     failed, ok = by_task["errorradar_step"], by_task["errorradar_step_sample"]
-    assert not failed.completed and failed.error.startswith("DataError:") and "holds no 'errorradar' folder" in failed.error
+    # the missing data is found before the model loads, with every other blocker of the run (issue 37)
+    assert not failed.completed and failed.error.startswith("RunBlockedError:") and "holds no 'errorradar' folder" in failed.error
     assert ok.completed and ok.compliance == 100.0 and ok.requests == 2
-    assert "**run failed**: DataError" in cm.markdown(reports, model="oracle", model_args=None)
+    assert "**run failed**: RunBlockedError" in cm.markdown(reports, model="oracle", model_args=None)
 
 
 # ------------------------------------------------------------------------------------------------ what was sent

@@ -147,7 +147,7 @@ def test_the_headline_command_names_every_blocker_at_once_before_the_model_loads
     bars = [i for i, line in enumerate(lines) if line.startswith("=" * 50)]
     assert bars and bars[-1] == len(lines) - 1, run.output[-3000:]
     block = _flat("\n".join(lines[bars[-2]:]))
-    assert "the run stopped: RunBlocked" in block and "2 things must be fixed before this run can start" in block
+    assert "the run stopped: RunBlockedError" in block and "2 things must be fixed before this run can start" in block
     assert "blocker: virectify data: not public: needs a local copy" in block
     assert "blocker: mmerror data: not in the Hugging Face cache" in block and "HF_HUB_OFFLINE=1" in block
     assert block.count("fix: ") >= 3 and "LMMS_EVAL_PLUGINS_DATA_ROOT" in block
@@ -155,7 +155,7 @@ def test_the_headline_command_names_every_blocker_at_once_before_the_model_loads
     assert "warning: judge: no judge endpoint configured" in block and "judged metrics null" in block
     named = block.split("(check everything these tasks need: lmms-eval-plugins doctor --tasks ")[1].split(")")[0]
     assert sorted(named.split(",")) == ["mmerror", "virectify"]  # lmms-eval's order of the tasks asked
-    assert "/nowhere" not in run.output.split("RunBlocked")[0]  # the model was never loaded
+    assert "/nowhere" not in run.output.split("RunBlockedError")[0]  # the model was never loaded
     assert run.results_path is None and run.returncode == 0  # lmms-eval's exit code; check-run tells the truth
     from lmms_eval_plugins import run_status
 

@@ -9,9 +9,11 @@ numbers wherever the generic number is right; a metric at its bound has error 0;
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from lmms_eval_plugins import errorbars, stats
@@ -123,3 +125,113 @@ def test_every_headline_metric_says_how_its_error_bar_is_computed():
                     method = m.error_bar_method
                     assert ("mean of a per-item score" in method) == bool(m.item_score)
                     assert ("every resample at once" in method) == (m.sufficient is not None and not m.item_score)
+
+
+# ------------------------------------------------------------------ MMErroR: ratios and a domain macro at once
+
+def _mmerror_items(draws: list[tuple[int, int, int, int, int]], epd: bool) -> list[dict]:
+    """One question per draw (domain, gold, stage-1 reading, stage-2 / ETC reading, official agrees):
+    EPD's two requests per question, or one ETC item (with three unasked E_NoError records)."""
+    from lmms_eval_plugins.benchmarks.mmerror import labels
+
+    golds = (*labels.ERROR_LABELS, labels.NO_ERROR_LABEL)
+    out = []
+    for q, (domain, gold, first, second, agree) in enumerate(draws):
+        base = {"question_id": f"q{q}", "domain": ("Math", "Physics", "", "Code")[domain], "subdomain": "s",
+                "label": golds[gold], "parse_error": "unreadable"}
+        if epd:
+            decision = (labels.ABSENT, labels.PRESENT, None)[first]
+            typed = (*labels.ERROR_LABELS, None)[second]
+            out.append({**base, "stage": labels.STAGE_PRESENCE, "pred": decision,
+                        "official_pred": decision if agree else None})
+            out.append({**base, "stage": labels.STAGE_TYPE, "pred": typed, "official_pred": typed if agree else None})
+        else:
+            gold_etc = labels.ERROR_LABELS[gold % 4]
+            pred = (*labels.ERROR_LABELS, None)[second]
+            out.append({**base, "label": gold_etc, "gold": gold_etc, "pred": pred, "correct": pred == gold_etc,
+                        "official_pred": pred if agree else None, "official_correct": agree and pred == gold_etc,
+                        labels.OFFICIAL_NOT_ASKED_FIELD: 3})
+    return out
+
+
+mm_draws = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4), st.integers(0, 2), st.integers(0, 4),
+                              st.integers(0, 1)), min_size=2, max_size=25)
+
+
+@settings(max_examples=40, deadline=None)
+@given(mm_draws, st.booleans())
+def test_mmerror_counts_give_the_aggregations_and_the_generic_routes_numbers(draws, epd):
+    from lmms_eval_plugins.benchmarks.mmerror.spec import BENCHMARK as MMERROR
+
+    items = _mmerror_items(draws, epd)
+    task = "mmerror_epd" if epd else "mmerror_etc"
+    clusters = errorbars.clusters_of(MMERROR, items)
+    fast_metrics = [m for m in MMERROR.task_metrics(task).values() if m.sufficient is not None and not m.item_score]
+    assert len(fast_metrics) == (6 if epd else 3)
+    for metric in fast_metrics:
+        expected = metric.aggregate(items)
+        assert stats.sufficient_value(metric.sufficient, items) == (
+            None if expected is None else pytest.approx(expected, abs=1e-9)), metric.name
+        generic = stats.bootstrap_values(metric.aggregate, items, clusters=clusters, iterations=60, relabel="question_id")
+        (fast,) = stats.sufficient_resamples([(metric.sufficient, items)], clusters=clusters, iterations=60)
+        generic = np.array([np.nan if v is None else v for v in generic], dtype=float)
+        assert np.allclose(fast, generic, rtol=0, atol=1e-9, equal_nan=True), metric.name
+
+
+RANDOM_RUN = Path(__file__).parent / "data" / "report_runs" / "random"  # a seeded random model's sample tasks
+
+
+# ErrorRadar's counts correct the generic route where a resample lacks a class (issue 37): tested above
+@pytest.mark.parametrize("samples", sorted(p for p in RANDOM_RUN.glob("*_samples_*.jsonl") if "errorradar" not in p.name),
+                         ids=lambda p: p.name.split("_samples_")[1][:-6])
+def test_every_fast_metric_of_a_stored_run_gives_the_generic_routes_numbers(samples):
+    """Issue 40: each benchmark's counts (MMErroR's ratios and domain macro, CausalStep's chain means,
+    ViRectify's judged accuracies...) give its aggregation's number and, resample by resample, the generic
+    route's numbers on a real run's items."""
+    from lmms_eval_plugins.benchmark import benchmark_of_task
+    from lmms_eval_plugins.logged_samples import first_item, read_samples
+
+    task = samples.name.split("_samples_")[1][:-6]
+    spec = benchmark_of_task(task)
+    items = [first_item(line) for line in read_samples(samples)]
+    clusters = errorbars.clusters_of(spec, items)
+    for metric in spec.task_metrics(task).values():
+        if metric.sufficient is None or metric.item_score or not errorbars.has_error_bar(metric):
+            continue
+        with errorbars.quiet():
+            expected = metric.aggregate(items)
+            generic = stats.bootstrap_values(metric.aggregate, items, clusters=clusters, iterations=80,
+                                             relabel=spec.cluster_key if clusters is not None else None)
+        value = stats.sufficient_value(metric.sufficient, items)
+        assert (value is None and (expected is None or expected != expected)) or value == pytest.approx(expected, abs=1e-9), metric.name
+        (fast,) = stats.sufficient_resamples([(metric.sufficient, items)], clusters=clusters, iterations=80)
+        generic = np.array([np.nan if v is None else v for v in generic], dtype=float)
+        assert np.allclose(fast, generic, rtol=0, atol=1e-9, equal_nan=True), (task, metric.name)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(("error_identify", "rationale", None)), st.integers(0, 4)),
+                min_size=2, max_size=30))
+def test_virectify_judged_counts_give_the_generic_routes_numbers(draws):
+    """Verdict 1 or 0, nothing to judge (skipped: counts 0), or a judge error (the metric is null)."""
+    from lmms_eval_plugins.benchmarks.virectify.spec import BENCHMARK as VIRECTIFY
+
+    def outcome(kind: int) -> dict:
+        return {"name": "semantic_match", "version": "1", "model": "m", "verdict": (1.0, 0.0, None, None)[kind],
+                "detail": {}, "error": "HTTP 500" if kind == 3 else None, "cached": False, "skipped": kind == 2}
+
+    items = [{"id": f"r{k}", "source_video": f"v{video}", "hint_kind": hint, "judge": outcome(kind),
+              "acc_r": (1.0, 0.0, 0.0, None)[kind]} for k, (kind, hint, video) in enumerate(draws)]
+    clusters = errorbars.clusters_of(VIRECTIFY, items)
+    assume(len(set(clusters)) >= 2)  # one video: no bootstrap at all
+    for metric in VIRECTIFY.task_metrics("virectify_reflect").values():
+        if metric.sufficient is None:
+            continue
+        with errorbars.quiet():
+            expected = metric.aggregate(items)
+            generic = stats.bootstrap_values(metric.aggregate, items, clusters=clusters, iterations=60, relabel="source_video")
+        value = stats.sufficient_value(metric.sufficient, items)
+        assert value == (None if expected is None or expected != expected else pytest.approx(expected, abs=1e-9))
+        (fast,) = stats.sufficient_resamples([(metric.sufficient, items)], clusters=clusters, iterations=60)
+        generic = np.array([np.nan if v is None else v for v in generic], dtype=float)
+        assert np.allclose(fast, generic, rtol=0, atol=1e-9, equal_nan=True), metric.name

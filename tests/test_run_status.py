@@ -73,7 +73,7 @@ def test_the_block_names_record_file_and_fix_and_cuts_no_message():
 
 
 def test_a_blocked_run_lists_every_blocker_with_its_fix_then_the_warnings():
-    error = run_status.RunBlocked([("a data", "not public", "set ROOT"), ("b data", "offline " + "y" * 150, None)],
+    error = run_status.RunBlockedError([("a data", "not public", "set ROOT"), ("b data", "offline " + "y" * 150, None)],
                                   [("judge", "none configured", "set OPENAI_BASE_URL")])
     lines = run_status.stopped_block(error, "/o", ["a", "b"]).splitlines()
     assert all(len(line) <= run_status.WIDTH for line in lines) and "2 things must be fixed" in lines[2]

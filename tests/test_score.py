@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import socket
+import subprocess
+import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -344,3 +347,49 @@ def test_rescored_results_hide_credential_like_model_args(tmp_path):
         score.mark_rescored(new, {"config": {"model": "openai", "model_args": stored}}, tmp_path / "r_results.json", {})
         assert new["config"]["model_args"] == shown
         assert new["config"]["model"] == "openai"
+
+
+OLD_FORMAT_RUN = Path(__file__).parent / "data" / "old_format_run"  # written before issue 41: every metric named
+
+
+@pytest.mark.cli
+def test_an_old_format_run_rescores_to_the_same_numbers_and_reads_as_the_new_format(tmp_path):
+    """Issue 41: a samples line now holds each item once; a run logged before (the shared item under all 23
+    metric names of a CATE line) still loads, re-scores to identical numbers, and reads the same."""
+    from lmms_eval_plugins import compare, logged_samples, runs
+
+    copy = tmp_path / "run"
+    shutil.copytree(OLD_FORMAT_RUN, copy)
+    stored = json.loads(next(copy.glob("*_results.json")).read_text())
+    # score's own process (its replay is a child) reads each file in one streamed pass and never loads
+    # lmms-eval, torch or a benchmark (issue 41: it imported every benchmark, and torch for one split)
+    probe = ("import json, sys; from lmms_eval_plugins import score; code = score.main(sys.argv[1:]); "
+             "print(json.dumps(sorted(m for m in sys.modules if m in ('torch', 'lmms_eval') or "
+             "m.startswith('lmms_eval_plugins.benchmarks.')))); sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", probe, str(copy)], env={**os.environ, **_env(tmp_path)},
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+    new_path = next(p for p in copy.glob("*_results.json") if p.name != next(OLD_FORMAT_RUN.glob("*_results.json")).name)
+    new = json.loads(new_path.read_text())
+    assert new["results"] == stored["results"]
+    for task in ("errorradar_cate_sample", "mmerror_etc_sample"):
+        old_lines = logged_samples.read_samples(runs.samples_path(copy / next(OLD_FORMAT_RUN.glob("*_results.json")).name, task))
+        new_lines = logged_samples.read_samples(runs.samples_path(new_path, task))
+        metrics = [m["metric"] for m in new["configs"][task]["metric_list"]]
+        shared = [k for k in metrics if k in old_lines[0] and old_lines[0][k] == logged_samples.first_item(old_lines[0])]
+        assert len(shared) >= 11  # the old line repeated the item (23 times a CATE line); the new one holds it once
+        assert all(sum(v == logged_samples.first_item(line) for v in line.values()) == 1 for line in new_lines)
+        # the committed run's media paths were made relative, and lmms-eval 0.7.3's doc_hash is of null
+        keep = lambda line: {k: v for k, v in line.items() if k not in ("doc_hash", "input_media")}  # noqa: E731
+        assert [keep(logged_samples.lean(o)) for o in old_lines] == [keep(logged_samples.lean(n)) for n in new_lines], task
+        assert [keep(o) for o in old_lines] == [keep(logged_samples.with_every_item(n, metrics)) for n in new_lines]
+    # compare reads the two layouts alike: every paired difference of the old run and its re-score is 0
+    old_only, new_only = tmp_path / "old", tmp_path / "new"
+    for folder, stem in ((old_only, next(OLD_FORMAT_RUN.glob("*_results.json")).name), (new_only, new_path.name)):
+        folder.mkdir()
+        for path in copy.glob(stem.replace("_results.json", "_*")):
+            shutil.copy(path, folder / path.name)
+    (old_run,), (new_run,) = runs.discover_runs(old_only), runs.discover_runs(new_only)
+    rows = compare.compare_runs(old_run, new_run, iterations=50)
+    assert rows and all(row.diff == 0 for row in rows if row.diff is not None)

@@ -77,6 +77,13 @@ ENTRIES: tuple[Entry, ...] = (
           "none in 0.7.3", None, "0.7.x",
           "the results JSON has no versions or judge accounting (judge_report.json beside the judge cache still is)",
           "versions and judge accounting in results"),
+    Entry("samples-writer", "lmms_eval.loggers.evaluation_tracker:EvaluationTracker.save_results_samples", PATCH,
+          ("self", "task_name", "samples"),
+          "our tasks' samples lines hold each per-sample item once: a metric whose item equals the line's first "
+          "metric item is left out (readers find it there: `logged_samples.item_of`); none in 0.7.3 (it logs the "
+          "item shared by every metric once per metric, up to 23 times a line)", None, "0.7.x",
+          "samples files repeat the shared item under every metric name (2-3x larger; read the same)",
+          "samples lines without repeats"),
     Entry("error-bars", "lmms_eval.evaluator_utils:TaskOutput.calculate_aggregate_metric", PATCH, ("self", "bootstrap_iters"),
           "fills `<metric>_stderr` for our custom aggregations from the benchmark spec; none in 0.7.3 "
           "(its stderr covers only known aggregations, its `_stderr_clt` only means of a `score_key`)",
@@ -144,6 +151,7 @@ _INSTALLERS: dict[str, tuple[str, str | None]] = {
     "cache-lookup": (IMPORT, "lmms_eval_plugins.compat.fixes:install_cache_lookup"),
     "evaluate-hook": (TASKS, "lmms_eval_plugins.compat.patches:install_evaluate_hook"),
     "results-hook": (TASKS, "lmms_eval_plugins.compat.patches:install_results_hook"),
+    "samples-writer": (TASKS, "lmms_eval_plugins.compat.patches:install_samples_writer"),
     "error-bars": (TASKS, "lmms_eval_plugins.compat.patches:install_stderr_hook"),
     "clt-columns": (TASKS, "lmms_eval_plugins.compat.patches:install_clt_hook"),
     "probe-notice": (TASKS, "lmms_eval_plugins.compat.fixes:install_model_hook"),

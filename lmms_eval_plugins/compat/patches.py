@@ -19,6 +19,7 @@ entry's check passed; each wrapper carries ``compat.MARK`` and ``__wrapped__`` (
   plugin error with a short block (``run_status``).
 - ``results-hook``: software versions, the run's options, its 95% intervals and judge accounting go into the results JSON.
 - ``error-bars``: ``<metric>_stderr`` of our tasks and their 95% intervals (:func:`lmms_eval_plugins.errorbars.fill_stderrs`).
+- ``samples-writer``: our tasks' samples lines hold each per-sample item once (issue 41).
 - ``clt-columns``: lmms-eval's ``_stderr_clt``/``_stderr_clustered`` of our tasks in each metric's units
   (:func:`lmms_eval_plugins.errorbars.fix_clt_columns`).
 - ``task-names``: a requested task lmms-eval does not know gets one "did you mean" line after lmms-eval's
@@ -187,7 +188,7 @@ def _task_names(tasks: Any) -> list[str]:
 def _check_tasks_before_the_model_loads(tasks: list[str]) -> None:
     """lmms-eval loads the model, then each task's data in turn, and stops at the first that fails: the
     user fixed one blocker per start (issue 37). Raise every blocker of every requested task at once
-    (:class:`run_status.RunBlocked`), before the model loads; say a missing judge as a warning."""
+    (:class:`run_status.RunBlockedError`), before the model loads; say a missing judge as a warning."""
     from lmms_eval_plugins import doctor, run_status
 
     try:
@@ -196,7 +197,7 @@ def _check_tasks_before_the_model_loads(tasks: list[str]) -> None:
         logging.getLogger(__name__).debug(f"checking the tasks before the model loads failed: {exc!r}")
         return
     if blockers:
-        raise run_status.RunBlocked([(b.name, b.detail, b.fix) for b in blockers],
+        raise run_status.RunBlockedError([(b.name, b.detail, b.fix) for b in blockers],
                                     [(w.name, w.detail, w.fix) for w in warnings])
     for w in warnings:
         logging.getLogger(__name__).warning(f"lmms-eval-plugins: {w.name}: {w.detail} (fix: {w.fix})")
@@ -258,6 +259,30 @@ def install_results_hook() -> bool:
         return original(self, results, samples, datetime_str, *args, **kwargs)
 
     EvaluationTracker.save_results_aggregated = _mark(save_results_aggregated, original)
+    return True
+
+
+def install_samples_writer() -> bool:
+    """Our tasks' samples lines hold each item once (``logged_samples.without_repeated_items``): lmms-eval
+    logged the item shared by every metric once per metric, 54-61% of a samples file (issue 41)."""
+    from lmms_eval.loggers.evaluation_tracker import EvaluationTracker as tracker
+
+    original = tracker.save_results_samples
+    if getattr(original, MARK, False):
+        return True
+
+    @functools.wraps(original)
+    def save_results_samples(self, task_name, samples, *args, **kwargs):
+        from lmms_eval_plugins.benchmark import benchmark_of_task
+        from lmms_eval_plugins.logged_samples import without_repeated_items
+
+        spec = benchmark_of_task(task_name) if isinstance(task_name, str) else None
+        if spec is not None and isinstance(samples, list):
+            metrics = frozenset(spec.task_metrics(task_name))
+            samples = [without_repeated_items(s, metrics) if isinstance(s, dict) else s for s in samples]
+        return original(self, task_name, samples, *args, **kwargs)
+
+    tracker.save_results_samples = _mark(save_results_samples, original)
     return True
 
 

@@ -35,50 +35,16 @@ from typing import Any
 from lmms_eval.api.instance import Instance
 
 from lmms_eval_plugins.data import parse_json
-from lmms_eval_plugins.errors import DataError, PluginError
-from lmms_eval_plugins.logged_samples import UnusableDocError, read_samples
+from lmms_eval_plugins.logged_samples import REPLAY_ERROR_MARK, ReplayError, load_samples  # noqa: F401 (REPLAY_ERROR_MARK: re-exported)
 from lmms_eval_plugins.models._base import DocAnsweringModel
 from lmms_eval_plugins.runs import samples_path
 from lmms_eval_plugins.run_state import strict_mode
-
-#: starts every ReplayError message; ``lmms-eval-plugins score`` finds it in lmms-eval's output
-REPLAY_ERROR_MARK = "lmms-eval-plugins replay:"
-
-
-class ReplayError(PluginError):
-    """The stored samples cannot answer a request (missing, malformed, or made for other documents)."""
-
-    def __init__(self, message: str) -> None:
-        self.detail = message
-        super().__init__(f"{REPLAY_ERROR_MARK} {message}")
-
 
 class RawReply(str):
     """A reply whose ``strip()`` keeps it as it is (module docstring: strict mode)."""
 
     def strip(self, chars: str | None = None) -> RawReply:
         return self
-
-
-def load_samples(results_path: Path, task: str) -> dict[int, dict[str, Any]]:
-    """The logged samples of ``task`` by doc id; a missing or malformed file raises :class:`ReplayError`."""
-    path = samples_path(results_path, task)
-    if not path.is_file():
-        raise ReplayError(f"no logged samples for task {task!r}: {path} does not exist. "
-                          "The run must be made with --log_samples; re-run lmms-eval with it")
-    try:
-        records = read_samples(path)
-    except UnusableDocError as exc:
-        raise ReplayError(f"{path}: {exc.problem}: {exc.fix}") from exc
-    except DataError as exc:
-        raise ReplayError(f"{path}: {exc.problem}: the file is cut short or corrupt (an interrupted run?); "
-                          f"re-run lmms-eval for task {task!r} with --log_samples") from exc
-    by_doc: dict[int, dict[str, Any]] = {}
-    for number, record in enumerate(records, start=1):
-        if not isinstance(record.get("doc_id"), int):
-            raise ReplayError(f"{path}: record {number} has no integer doc_id: not an lmms-eval samples file")
-        by_doc[record["doc_id"]] = record
-    return by_doc
 
 
 def reply_text(stored: Any) -> str | None:

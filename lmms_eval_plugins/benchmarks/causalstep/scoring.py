@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from lmms_eval_plugins.benchmark import Aggregation, Items
 from lmms_eval_plugins.benchmarks.causalstep.protocol import (
     DESC,
@@ -22,6 +24,7 @@ from lmms_eval_plugins.benchmarks.causalstep.protocol import (
     request_id,
 )
 from lmms_eval_plugins.metrics import accuracy
+from lmms_eval_plugins.stats import Sufficient
 
 CHAIN_FIELD, CHAIN_ON_FIELD = "chain", "chain_on"  # the video's replayed chain, and the request holding it
 LOG_FIELDS = (CHAIN_FIELD, CHAIN_ON_FIELD)  # logged on one metric's item only (spec.py)
@@ -139,3 +142,41 @@ def per_category(metrics: Mapping[str, Aggregation]) -> Aggregation:
         return {category: {name: metric(groups[category]) for name, metric in metrics.items()}
                 for category in sorted(groups)}
     return aggregate
+
+
+# ------------------------------------------------------------------------ error bars: every resample at once (issue 40)
+
+# Per item: the video's complete chain on the row of its first request (complete, completed, longest run,
+# restarts, weighted score, perfect score; an incomplete video's row zeros), and each request's own
+# descriptive and isolated counts (asked, right). Videos are the cluster unit, so a resample takes a video's
+# rows together and the sums give every chain metric but MCL (a maximum: the generic route).
+_COMPLETE, _COMPLETED, _LONGEST, _RESTARTS, _SCORE, _PERFECT, _DESC, _DESC_RIGHT, _ISO, _ISO_RIGHT = range(10)
+
+
+def chain_columns(items: Items) -> np.ndarray:
+    out = np.zeros((len(items), 10))
+    first_row: dict[str, int] = {}
+    for k, item in enumerate(items):
+        first_row.setdefault(item["video_id"], k)
+        if item["kind"] == DESC:
+            out[k, _DESC:_DESC + 2] = (1, bool(item["correct"]))
+        elif item["kind"] == ISOLATED:
+            out[k, _ISO:_ISO + 2] = (1, bool(item["correct"]))
+    for chain in complete_chains(items):
+        n = chain["n_segments"]
+        out[first_row[chain["video_id"]], :_DESC] = (1, bool(chain["completed"]), chain["longest_chain"],
+                                                     chain["restarts"], chain["score"], n * (n + 1) / 2)
+    return out
+
+
+def _per(numerator: int, denominator: int, scale: float = 1.0) -> Sufficient:
+    """scale * sum(numerator) / sum(denominator), 0.0 without any (as ``_mean`` and ``accuracy`` say)."""
+    def value(sums: np.ndarray, full: np.ndarray) -> np.ndarray:
+        den = sums[:, denominator]
+        return np.where(den > 0, scale * sums[:, numerator] / np.where(den > 0, den, 1.0), 0.0)
+    return Sufficient(chain_columns, value)
+
+
+SUFFICIENT = {"csr": _per(_COMPLETED, _COMPLETE, 100.0), "amcl": _per(_LONGEST, _COMPLETE),
+              "rf": _per(_RESTARTS, _COMPLETE), "ws": _per(_SCORE, _COMPLETE), "ws_max": _per(_PERFECT, _COMPLETE),
+              "dua": _per(_DESC_RIGHT, _DESC, 100.0), "icra": _per(_ISO_RIGHT, _ISO, 100.0)}

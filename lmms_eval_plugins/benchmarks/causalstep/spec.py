@@ -18,7 +18,8 @@ _RUN_COUNTS = (Metric("skipped", False, unit="count"), Metric("unscored", False,
 
 def _metric(name: str, higher_is_better: bool, aggregate: s.Aggregation, *, logs_chain: bool = False,
             **kw: Any) -> Metric:
-    return Metric(name, higher_is_better, aggregate=aggregate, per_item=None if logs_chain else s.request_item, **kw)
+    return Metric(name, higher_is_better, aggregate=aggregate, per_item=None if logs_chain else s.request_item,
+                  sufficient=s.SUFFICIENT.get(name), **kw)
 
 
 # "number": a plain number on its own scale (questions, restarts per video, points), not a percentage.

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 from loguru import logger
 
 from lmms_eval_plugins.benchmark import Aggregation, Items
@@ -33,6 +34,7 @@ from lmms_eval_plugins.metrics import (
     distribution,
     macro_over_groups,
 )
+from lmms_eval_plugins.stats import Sufficient
 
 
 
@@ -176,3 +178,71 @@ def official_unparsed(items: Items) -> int:
     """The official report's dataset_total - scored_total: samples the official parser could not read (EPD:
     stage 1, or stage 2 after P), plus ETC's E_NoError records the official runner counts but never asks."""
     return sum(1 for ok, _ in official_outcomes(items) if not ok) + official_not_asked(items)
+
+
+# ------------------------------------------------------------------- error bars: every resample at once (issue 40)
+
+# Per item, the counts every non-mean metric is a function of (one per-sample outcome per row; EPD: on
+# the row of the sample's first request, its other row zeros): samples, correct, stage 1 said N, gold is
+# E_NoError, a false alarm (gold E_NoError, stage 1 said P), official parser read, official correct, ETC's
+# unasked count (per sample, so the sum over a resample divided by its samples gives it back), then per
+# domain (sorted): samples, correct.
+_SAMPLES, _CORRECT, _ABSENT, _CLEAN, _ALARM, _OFF_READ, _OFF_RIGHT, _NOT_ASKED, _DOMAINS = range(9)
+
+
+def outcome_columns(items: Items) -> np.ndarray:
+    """The counts above, one row per item: summed over any resample of the items (a question's requests
+    together, as the ``question_id`` clusters keep them), they give that resample's metrics."""
+    epd = _is_epd(items)
+    outcomes = replay_epd(items)[0] if epd else list(items)
+    official = replay_epd(items, official=True)[0] if epd else None
+    row_of: dict[str, int] = {}
+    for k, item in enumerate(items):
+        row_of.setdefault(str(item["question_id"]), k)
+    domains = sorted({o["domain"] or "" for o in outcomes})
+    where = {d: k for k, d in enumerate(domains)}
+    out = np.zeros((len(items), _DOMAINS + 2 * len(domains)))
+    not_asked = official_not_asked(items)
+    for k, o in enumerate(outcomes):
+        row = out[row_of[str(o["question_id"])]] if epd else out[k]
+        correct = bool(o["correct"])
+        if epd:
+            parsed, right = official[k]["pred"] is not None, bool(official[k]["correct"])
+        else:
+            parsed, right = o.get("official_pred") is not None, bool(o.get("official_correct"))
+        clean = o["gold"] == NO_ERROR_LABEL
+        row[:_DOMAINS] = (1, correct, o.get("presence") == ABSENT, clean, clean and o.get("presence") == PRESENT,
+                          parsed, parsed and right, not_asked)
+        d = _DOMAINS + 2 * where[o["domain"] or ""]
+        row[d:d + 2] = (1, correct)
+    return out
+
+
+def _percent(numerator: np.ndarray, denominator: np.ndarray, empty: float) -> np.ndarray:
+    """100 numerator / denominator; ``empty`` where the denominator is 0."""
+    safe = np.where(denominator > 0, denominator, 1.0)
+    return np.where(denominator > 0, 100.0 * numerator / safe, empty)
+
+
+def _official_strict(sums: np.ndarray, full: np.ndarray) -> np.ndarray:
+    samples = sums[:, _SAMPLES]
+    not_asked = np.where(samples > 0, sums[:, _NOT_ASKED] / np.where(samples > 0, samples, 1.0), 0.0)
+    return _percent(sums[:, _OFF_RIGHT], samples + np.rint(not_asked), 0.0)
+
+
+def _domain_macro(sums: np.ndarray, full: np.ndarray) -> np.ndarray:
+    counts, right = sums[:, _DOMAINS::2], sums[:, _DOMAINS + 1::2]
+    present = counts > 0
+    per_domain = np.where(present, 100.0 * right / np.where(present, counts, 1.0), 0.0)
+    n = present.sum(axis=1)
+    return np.where(n > 0, per_domain.sum(axis=1) / np.where(n > 0, n, 1), 0.0)
+
+
+# each the same arithmetic as its aggregation above (the empty cases included: accuracy of no sample is 0.0,
+# a false-alarm rate without an E_NoError sample is undefined)
+SAMPLE_ACCURACY = Sufficient(outcome_columns, lambda s, f: _percent(s[:, _CORRECT], s[:, _SAMPLES], 0.0))
+OFFICIAL_READ_ACCURACY = Sufficient(outcome_columns, lambda s, f: _percent(s[:, _OFF_RIGHT], s[:, _OFF_READ], 0.0))
+OFFICIAL_ALL_ACCURACY = Sufficient(outcome_columns, _official_strict)
+DOMAIN_MACRO = Sufficient(outcome_columns, _domain_macro)
+NO_ERROR_RATE = Sufficient(outcome_columns, lambda s, f: _percent(s[:, _ABSENT], s[:, _SAMPLES], 0.0))
+FALSE_ALARM_RATE = Sufficient(outcome_columns, lambda s, f: _percent(s[:, _ALARM], s[:, _CLEAN], np.nan))

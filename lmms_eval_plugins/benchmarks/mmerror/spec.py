@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from lmms_eval_plugins.benchmark import Benchmark, Metric, task_folder
 from lmms_eval_plugins.benchmarks.mmerror.scoring import (
+    DOMAIN_MACRO,
+    FALSE_ALARM_RATE,
+    NO_ERROR_RATE,
+    OFFICIAL_ALL_ACCURACY,
+    OFFICIAL_READ_ACCURACY,
+    SAMPLE_ACCURACY,
     accuracy_per,
     answered_no_error,
     domain_macro,
@@ -28,9 +34,10 @@ _RUN_COUNTS = (Metric("skipped", False, unit="count"), Metric("unscored", False,
 
 def _official(strict_item_score: str) -> tuple[Metric, ...]:
     return (Metric("official_accuracy", True, paper_name="accuracy (official report)", description=_OFFICIAL_ACC,
-                   aggregate=official_read_accuracy),
+                   aggregate=official_read_accuracy, sufficient=OFFICIAL_READ_ACCURACY),
             Metric("official_strict_accuracy", True, paper_name="strict_accuracy (official report)",
-                   item_score=strict_item_score, description=_OFFICIAL_STRICT, aggregate=official_all_accuracy),
+                   item_score=strict_item_score, description=_OFFICIAL_STRICT, aggregate=official_all_accuracy,
+                   sufficient=OFFICIAL_ALL_ACCURACY),
             Metric("official_parse_fail", False, unit="count",
                    description="samples the official parser could not read (dataset_total - scored_total)",
                    aggregate=official_unparsed))
@@ -38,7 +45,7 @@ def _official(strict_item_score: str) -> tuple[Metric, ...]:
 
 # Both tasks: accuracy per domain, subdomain and gold label, the confusion matrix, the predictions' shares.
 _BREAKDOWNS = (
-    Metric("accuracy_domain_macro", True, paper_name="domain macro Acc", aggregate=domain_macro),
+    Metric("accuracy_domain_macro", True, paper_name="domain macro Acc", aggregate=domain_macro, sufficient=DOMAIN_MACRO),
     Metric("accuracy_by_domain", True, unit="dict", aggregate=accuracy_per("domain")),
     Metric("accuracy_by_subdomain", True, unit="dict", aggregate=accuracy_per("subdomain")),
     Metric("accuracy_by_label", True, unit="dict", aggregate=accuracy_per("gold")),
@@ -49,13 +56,13 @@ _BREAKDOWNS = (
 # Both task YAMLs name one hook per metric name (utils.agg_<name>), so a metric of both tasks has one
 # aggregation: it tells EPD's per-request items (replayed per sample, scoring.replay_epd) from ETC's.
 EPD_TEMPLATE = (
-    Metric("accuracy", True, paper_name="Acc", aggregate=sample_accuracy,
+    Metric("accuracy", True, paper_name="Acc", aggregate=sample_accuracy, sufficient=SAMPLE_ACCURACY,
            description="error presence detection accuracy, both stages replayed"),
     Metric("parse_fail", False, unit="count", aggregate=unparsed_answers),
     *_official(strict_item_score=""),  # per sample after the two-stage replay: not a mean of per-request items
     *_BREAKDOWNS,
-    Metric("no_error_rate", False, aggregate=answered_no_error),
-    Metric("false_alarm_rate", False, aggregate=false_alarms),
+    Metric("no_error_rate", False, aggregate=answered_no_error, sufficient=NO_ERROR_RATE),
+    Metric("false_alarm_rate", False, aggregate=false_alarms, sufficient=FALSE_ALARM_RATE),
     Metric("presence_parse_fail", False, unit="count", aggregate=unparsed_presence),
     *_RUN_COUNTS,
 )

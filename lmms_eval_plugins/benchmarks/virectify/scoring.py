@@ -12,6 +12,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from lmms_eval_plugins.benchmark import Aggregation, Items
 from lmms_eval_plugins.benchmarks.virectify.records import record_of
 from lmms_eval_plugins.benchmarks.virectify.replies import (
@@ -27,6 +29,7 @@ from lmms_eval_plugins.judges import (
     judged_mean,
 )
 from lmms_eval_plugins.metrics import accuracy, jaccard, merge_intervals, union_iou
+from lmms_eval_plugins.stats import Sufficient
 from lmms_eval_plugins.parsing import strip_reasoning
 
 TOTAL = "Total"
@@ -203,3 +206,40 @@ def hint_accuracy(*, kind: str, field: str) -> Aggregation:
         value = judged_percent(field)(chosen) if chosen else None
         return math.nan if value is None else value
     return aggregate
+
+
+# ------------------------------------------------------------------- error bars: every resample at once (issue 40)
+
+HINT_KINDS = ("error_identify", "rationale")
+
+
+def judged_columns(items: Items) -> np.ndarray:
+    """Per item: the verdict counted (skipped: 0) and counted at all, no verdict (a judge error, not judged),
+    then per hint kind (``HINT_KINDS``): a per-sample ``acc_r`` of that kind, and its value."""
+    out = np.zeros((len(items), 3 + 2 * len(HINT_KINDS)))
+    for k, item in enumerate(items):
+        score = judged_mean([item["judge"]])
+        out[k, :3] = (score.value_percent / 100.0 if score.n_judged else 0.0, score.n_judged, score.n_without_verdict)
+        kind, value = item.get("hint_kind"), item.get("acc_r")
+        if kind in HINT_KINDS and value is not None:
+            out[k, 3 + 2 * HINT_KINDS.index(kind):5 + 2 * HINT_KINDS.index(kind)] = (1, float(value))
+    return out
+
+
+def _judged_value(sums: np.ndarray, full: np.ndarray) -> np.ndarray:
+    """``judged_accuracy``: undefined (null) with a sample without a verdict or with none judged."""
+    total, judged, without = sums[:, 0], sums[:, 1], sums[:, 2]
+    return np.where((without == 0) & (judged > 0), 100.0 * total / np.where(judged > 0, judged, 1.0), np.nan)
+
+
+def _hint_value(kind: str):
+    column = 3 + 2 * HINT_KINDS.index(kind)
+
+    def value(sums: np.ndarray, full: np.ndarray) -> np.ndarray:  # ``hint_accuracy``: NaN without any
+        n = sums[:, column]
+        return np.where(n > 0, 100.0 * sums[:, column + 1] / np.where(n > 0, n, 1.0), np.nan)
+    return value
+
+
+JUDGED_ACCURACY = Sufficient(judged_columns, _judged_value)
+HINT_ACCURACY = {kind: Sufficient(judged_columns, _hint_value(kind)) for kind in HINT_KINDS}

@@ -9,6 +9,8 @@ from lmms_eval_plugins.benchmark import Benchmark, Metric, task_folder
 from lmms_eval_plugins.benchmarks.virectify.judge_prompt import ACC_R_JUDGE_PROMPT
 from lmms_eval_plugins.benchmarks.virectify.records import DOMAINS, ERROR_TYPES
 from lmms_eval_plugins.benchmarks.virectify.scoring import (
+    HINT_ACCURACY,
+    JUDGED_ACCURACY,
     ItemFields,
     answer_parse_failures,
     hint_accuracy,
@@ -32,15 +34,18 @@ _RUN_COUNTS = (Metric("skipped", False, unit="count"), Metric("unscored", False,
                Metric("skipped_by_reason", False, unit="dict"))
 # Shared by both tasks. needs_judge: computed from verdicts, so null while a sample's verdict is missing.
 ACC_R = Metric("acc_r", True, paper_name="Acc_r", aggregate=judged_accuracy("acc_r"), needs_judge=True,
+               sufficient=JUDGED_ACCURACY,
                description="rectification accuracy: the corrected reasoning judged right")
 JUDGE_ERRORS = Metric("acc_r_judge_errors", False, unit="count", aggregate=judge_errors)
 
 REFLECT_TEMPLATE = (
     ACC_R,
     Metric("acc_r_error_identify", True, paper_name="Acc_r (error identification hint)",
-           aggregate=hint_accuracy(kind="error_identify", field=FIELDS.judged), needs_judge=True),
+           aggregate=hint_accuracy(kind="error_identify", field=FIELDS.judged), needs_judge=True,
+           sufficient=HINT_ACCURACY["error_identify"]),
     Metric("acc_r_rationale", True, paper_name="Acc_r (rationale hint)",
-           aggregate=hint_accuracy(kind="rationale", field=FIELDS.judged), needs_judge=True),
+           aggregate=hint_accuracy(kind="rationale", field=FIELDS.judged), needs_judge=True,
+           sufficient=HINT_ACCURACY["rationale"]),
     JUDGE_ERRORS,
     Metric("answer_parse_fail", False, unit="count", aggregate=answer_parse_failures),
     *_RUN_COUNTS,
