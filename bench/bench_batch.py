@@ -41,20 +41,37 @@ from lmms_eval_plugins.judges.batch_requests import (
 from lmms_eval_plugins.judges.cache import verdict_key
 
 MODEL = "gpt-4o"
-QUESTIONS = ("What does the person do after opening the fridge?", "How many balls are on the table at the end?",
-             "Which tool is used to tighten the bolt?", "Why does the water level rise in the second beaker?")
+QUESTIONS = (
+    "What does the person do after opening the fridge?",
+    "How many balls are on the table at the end?",
+    "Which tool is used to tighten the bolt?",
+    "Why does the water level rise in the second beaker?",
+)
 
 
 def items(n: int) -> list[JudgeItem]:
     """ViRectify-shaped items: a question, the boxed answer of a reply, the reference (3 of 4 right)."""
-    return [JudgeItem(question=f"{QUESTIONS[i % 4]} (clip {i})", prediction=f"answer {i % 97}" if i % 4 else "something else",
-                      reference=f"answer {i % 97}", item_id=f"virectify-{i}") for i in range(n)]
+    return [
+        JudgeItem(
+            question=f"{QUESTIONS[i % 4]} (clip {i})",
+            prediction=f"answer {i % 97}" if i % 4 else "something else",
+            reference=f"answer {i % 97}",
+            item_id=f"virectify-{i}",
+        )
+        for i in range(n)
+    ]
 
 
 def rubric_items(n: int) -> list[JudgeItem]:
-    return [JudgeItem(question=f"Compare the two cooking videos ({i}).", prediction=f"Both fry onions; video {i} adds salt.",
-                      reference="Both fry onions first.", scoring_points=("onions are fried first", f"salt in video {i}"))
-            for i in range(n)]
+    return [
+        JudgeItem(
+            question=f"Compare the two cooking videos ({i}).",
+            prediction=f"Both fry onions; video {i} adds salt.",
+            reference="Both fry onions first.",
+            scoring_points=("onions are fried first", f"salt in video {i}"),
+        )
+        for i in range(n)
+    ]
 
 
 def tokenizer():
@@ -77,9 +94,13 @@ def shared_prefixes(n: int = 50) -> dict:
         texts = ["\n".join(m["content"] for m in judge.build_messages(item)) for item in made]
         prefix = os.path.commonprefix(texts)
         mean = sum(map(len, texts)) / len(texts)
-        out[judge_name] = {"shared_prefix_chars": len(prefix), "shared_prefix_tokens": count(prefix),
-                           "mean_prompt_chars": round(mean), "shared_fraction": round(len(prefix) / mean, 3),
-                           "nonce_after_prefix": all(t.rfind("score-") == -1 or t.rfind("score-") >= len(prefix) for t in texts)}
+        out[judge_name] = {
+            "shared_prefix_chars": len(prefix),
+            "shared_prefix_tokens": count(prefix),
+            "mean_prompt_chars": round(mean),
+            "shared_fraction": round(len(prefix) / mean, 3),
+            "nonce_after_prefix": all(t.rfind("score-") == -1 or t.rfind("score-") >= len(prefix) for t in texts),
+        }
     return out
 
 
@@ -88,9 +109,19 @@ def requests(n: int, base_url: str) -> list[BatchRequest]:
     out = []
     for item in items(n):
         messages = judge.build_messages(item)
-        key = verdict_key(judge=judge.name, version=judge.version, model=MODEL, endpoint=base_url, messages=messages,
-                          sampling=judge.sampling)
-        out.append(BatchRequest(key, judge.name, judge.version, MODEL, base_url, dict(judge.sampling), messages, item_fields(item)))
+        key = verdict_key(
+            judge=judge.name,
+            version=judge.version,
+            model=MODEL,
+            endpoint=base_url,
+            messages=messages,
+            sampling=judge.sampling,
+        )
+        out.append(
+            BatchRequest(
+                key, judge.name, judge.version, MODEL, base_url, dict(judge.sampling), messages, item_fields(item)
+            )
+        )
     return out
 
 
@@ -112,14 +143,18 @@ def child(mode: str, n: int, base_url: str) -> dict:
             run = BatchRun()
             state = client.submit(pending, run)
             client.collect(pending, state, run, None)
-            result = {"verdicts": run.verdicts, "batches": len(state["batches"]),
-                      "batch_file_bytes": sum(e["bytes"] for e in state["batches"]),
-                      "collected_file_bytes": collected.stat().st_size}
+            result = {
+                "verdicts": run.verdicts,
+                "batches": len(state["batches"]),
+                "batch_file_bytes": sum(e["bytes"] for e in state["batches"]),
+                "collected_file_bytes": collected.stat().st_size,
+            }
         else:
             runtime = JudgeRuntime(Path(tmp) / "cache.sqlite3")
             settings = RuntimeSettings.from_env({})
-            outcomes = runtime.judge_items(load_judge("semantic_match"), items(n), model=MODEL, endpoint=endpoint,
-                                           settings=settings)
+            outcomes = runtime.judge_items(
+                load_judge("semantic_match"), items(n), model=MODEL, endpoint=endpoint, settings=settings
+            )
             result = {"verdicts": sum(1 for o in outcomes if o.ok), "concurrency": settings.concurrency}
         result["wall_s"] = round(time.perf_counter() - started, 2)
     result["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
@@ -142,9 +177,17 @@ def main() -> None:
         env["LMMS_EVAL_PLUGINS_JUDGE_CACHE_SECRET"] = str(Path(tempfile.mkdtemp()) / "secret")
         for mode in ("batch", "sync"):
             before = server.sync_calls
-            done = subprocess.run([sys.executable, __file__, "--n", str(args.n), "--child", mode, server.base_url], env=env,
-                                  check=True, stdout=subprocess.PIPE, text=True)
-            figures[mode] = {**json.loads(done.stdout.strip().splitlines()[-1]), "sync_calls": server.sync_calls - before}
+            done = subprocess.run(
+                [sys.executable, __file__, "--n", str(args.n), "--child", mode, server.base_url],
+                env=env,
+                check=True,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            figures[mode] = {
+                **json.loads(done.stdout.strip().splitlines()[-1]),
+                "sync_calls": server.sync_calls - before,
+            }
     figures["environment"] = environment(["openai"])
     text = json.dumps(figures, indent=2)
     print(text)

@@ -47,6 +47,7 @@ from lmms_eval.utils import simple_parse_args_string
 
 from lmms_eval_plugins.benchmarks.causalstep.protocol import replay_chain
 from lmms_eval_plugins.benchmarks.causalstep.spec import TEMPLATE
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test kit (tests/testkit)
 from testkit.task_utils import load_task_utils
 from lmms_eval_plugins.tiny_qwen import (
@@ -74,8 +75,12 @@ class Runner:
 
     def ask(self, doc_ids: list[int]) -> list[str]:
         instances = [
-            Instance(request_type="generate_until", idx=0, metadata={"task": TASK, "doc_id": i, "repeats": 1},
-                     arguments=(cs.doc_to_text(self.docs[i]), cs.doc_to_messages, dict(GEN_KWARGS), i, TASK, SPLIT))
+            Instance(
+                request_type="generate_until",
+                idx=0,
+                metadata={"task": TASK, "doc_id": i, "repeats": 1},
+                arguments=(cs.doc_to_text(self.docs[i]), cs.doc_to_messages, dict(GEN_KWARGS), i, TASK, SPLIT),
+            )
             for i in doc_ids
         ]
         self.requests += len(instances)
@@ -116,7 +121,9 @@ def sequential(runner: Runner, supplementary: bool) -> dict[str, tuple]:
     for video_id, n in _video_ids(docs).items():
         restart = next(d["restart"] for d in docs if d["video_id"] == video_id)
 
-        def is_correct(kind: str, segment: int, video_id: str = video_id) -> bool:  # asked only when the chain reaches it
+        def is_correct(
+            kind: str, segment: int, video_id: str = video_id
+        ) -> bool:  # asked only when the chain reaches it
             i = index[(video_id, kind, segment)]
             answered[i] = runner.ask([i])[0]
             return cs.score_request(docs[i], answered[i])["correct"]
@@ -177,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "bench_causalstep")
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--model-args", default=None, help="lmms-eval --model_args for qwen2_5_vl (default: the tiny model)")
+    parser.add_argument(
+        "--model-args", default=None, help="lmms-eval --model_args for qwen2_5_vl (default: the tiny model)"
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args(argv)
     os.environ.setdefault("LMMS_EVAL_PLUGINS_FRAME_CACHE", "off")  # time decoding, not persistent-cache hits
@@ -206,22 +215,46 @@ def main(argv: list[str] | None = None) -> int:
     measured = measure(methods, args.reps)
     reference = measured["batched replay, batch 1"]["chains"]
     for name, m in measured.items():
-        rows.append({"run": name, "requests": m["requests"], "seconds": m["seconds"], "cpu_seconds": m["cpu_seconds"],
-                     "ms_per_request": 1000 * m["seconds"] / m["requests"],
-                     "same_chains_as_batched": m["chains"] == reference})
+        rows.append(
+            {
+                "run": name,
+                "requests": m["requests"],
+                "seconds": m["seconds"],
+                "cpu_seconds": m["cpu_seconds"],
+                "ms_per_request": 1000 * m["seconds"] / m["requests"],
+                "same_chains_as_batched": m["chains"] == reference,
+            }
+        )
 
-    header = ("| run | model requests | wall time (s) | CPU time (s) | wall ms / request | same chains as batched |\n"
-              "|---|---:|---:|---:|---:|:---:|")
-    lines = [f"| {r['run']} | {r['requests']} | {r['seconds']:.3f} | {r['cpu_seconds']:.3f} | {r['ms_per_request']:.1f} | "
-             f"{'yes' if r['same_chains_as_batched'] else 'NO'} |" for r in rows]
-    env = {"python": platform.python_version(), "machine": platform.machine(), "processor": platform.processor(),
-           "lmms_eval": version("lmms_eval"), "transformers": version("transformers"), "reps": args.reps,
-           "model_args": model_args, "videos": len(_video_ids(docs)), "docs": len(docs)}
-    print(f"causalstep_sample: {env['videos']} videos, {env['docs']} requests; median of {args.reps}; "
-          f"lmms-eval {env['lmms_eval']}, transformers {env['transformers']}, Python {env['python']} on {env['machine']}\n")
+    header = (
+        "| run | model requests | wall time (s) | CPU time (s) | wall ms / request | same chains as batched |\n"
+        "|---|---:|---:|---:|---:|:---:|"
+    )
+    lines = [
+        f"| {r['run']} | {r['requests']} | {r['seconds']:.3f} | {r['cpu_seconds']:.3f} | {r['ms_per_request']:.1f} | "
+        f"{'yes' if r['same_chains_as_batched'] else 'NO'} |"
+        for r in rows
+    ]
+    env = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+        "lmms_eval": version("lmms_eval"),
+        "transformers": version("transformers"),
+        "reps": args.reps,
+        "model_args": model_args,
+        "videos": len(_video_ids(docs)),
+        "docs": len(docs),
+    }
+    print(
+        f"causalstep_sample: {env['videos']} videos, {env['docs']} requests; median of {args.reps}; "
+        f"lmms-eval {env['lmms_eval']}, transformers {env['transformers']}, Python {env['python']} on {env['machine']}\n"
+    )
     print("\n".join([header, *lines]))
     if args.json:
-        args.json.write_text(json.dumps({"env": env, "rows": rows, "chains": {k: list(v) for k, v in reference.items()}}, indent=1))
+        args.json.write_text(
+            json.dumps({"env": env, "rows": rows, "chains": {k: list(v) for k, v in reference.items()}}, indent=1)
+        )
     return 0 if all(r["same_chains_as_batched"] for r in rows) else 1
 
 

@@ -41,15 +41,27 @@ def _cpu_seconds(fn, reps: int) -> float:
 def measure(path: Path, frames: int, max_long_side: int | None, reps: int, level19: bool) -> dict:
     from lmms_eval_plugins import frame_cache, media
 
-    arrays = [np.ascontiguousarray(np.asarray(img)) for img in media.sample_video(path, frames, max_long_side=max_long_side).frames]
+    arrays = [
+        np.ascontiguousarray(np.asarray(img))
+        for img in media.sample_video(path, frames, max_long_side=max_long_side).frames
+    ]
     raw = sum(a.nbytes for a in arrays)
     codec, payload = frame_cache._compress(arrays)
     assert frame_cache._decompress(codec, memoryview(payload), raw) == b"".join(a.tobytes() for a in arrays)
     comp_s = _cpu_seconds(lambda: frame_cache._compress(arrays), reps)
     dec_s = _cpu_seconds(lambda: frame_cache._decompress(codec, memoryview(payload), raw), reps)
-    out = {"video": str(path), "frames": len(arrays), "shape": list(arrays[0].shape), "codec": codec,
-           "level": frame_cache.ZSTD_LEVEL if codec == "zstd" else 1, "raw_bytes": raw, "compressed_bytes": len(payload),
-           "ratio": raw / len(payload), "compress_s": comp_s, "decompress_s": dec_s}
+    out = {
+        "video": str(path),
+        "frames": len(arrays),
+        "shape": list(arrays[0].shape),
+        "codec": codec,
+        "level": frame_cache.ZSTD_LEVEL if codec == "zstd" else 1,
+        "raw_bytes": raw,
+        "compressed_bytes": len(payload),
+        "ratio": raw / len(payload),
+        "compress_s": comp_s,
+        "decompress_s": dec_s,
+    }
     if level19 and codec == "zstd":
         saved = frame_cache.ZSTD_LEVEL
         frame_cache.ZSTD_LEVEL = 19
@@ -84,21 +96,28 @@ def main() -> int:
 
     env = environment(("numpy", "decord", "pillow", "zstandard"))
     print("machine: " + ", ".join(f"{k}={v}" for k, v in env.items()))
-    print(f"{len(rows)} videos, {args.frames} frames each, long side <= {args.max_long_side or 'full'} px; "
-          f"CPU time, median of {args.reps}\n")
+    print(
+        f"{len(rows)} videos, {args.frames} frames each, long side <= {args.max_long_side or 'full'} px; "
+        f"CPU time, median of {args.reps}\n"
+    )
     print("| video | frames x shape | raw MB | cached MB | ratio | level 19 ratio | compress MB/s | decompress MB/s |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
 
     def line(name: str, r: dict) -> str:
         l19 = f"{r['ratio_level19']:.2f}" if "ratio_level19" in r else "-"
-        return (f"| {name} | {r['frames']} x {r['shape']} | {r['raw_bytes'] / 1e6:.2f} | {r['compressed_bytes'] / 1e6:.2f} | "
-                f"{r['ratio']:.2f} | {l19} | {r['raw_bytes'] / 1e6 / max(r['compress_s'], 1e-9):.0f} | "
-                f"{r['raw_bytes'] / 1e6 / max(r['decompress_s'], 1e-9):.0f} |")
+        return (
+            f"| {name} | {r['frames']} x {r['shape']} | {r['raw_bytes'] / 1e6:.2f} | {r['compressed_bytes'] / 1e6:.2f} | "
+            f"{r['ratio']:.2f} | {l19} | {r['raw_bytes'] / 1e6 / max(r['compress_s'], 1e-9):.0f} | "
+            f"{r['raw_bytes'] / 1e6 / max(r['decompress_s'], 1e-9):.0f} |"
+        )
 
     for r in rows:
         print(line(r["video"], r))
-    total = {"frames": sum(r["frames"] for r in rows), "shape": "various",
-             **{k: sum(r[k] for r in rows) for k in ("raw_bytes", "compressed_bytes", "compress_s", "decompress_s")}}
+    total = {
+        "frames": sum(r["frames"] for r in rows),
+        "shape": "various",
+        **{k: sum(r[k] for r in rows) for k in ("raw_bytes", "compressed_bytes", "compress_s", "decompress_s")},
+    }
     total["ratio"] = total["raw_bytes"] / total["compressed_bytes"]
     if all("ratio_level19" in r for r in rows):
         total["compressed_bytes_level19"] = sum(r["compressed_bytes_level19"] for r in rows)
@@ -107,8 +126,11 @@ def main() -> int:
     ratios = [r["ratio"] for r in rows]
     print(f"\nratio per video: min {min(ratios):.2f}, median {statistics.median(ratios):.2f}, max {max(ratios):.2f}")
     if args.json:
-        args.json.write_text(json.dumps({"env": env, "args": {k: str(v) for k, v in vars(args).items()},
-                                         "videos": rows, "all": total}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {"env": env, "args": {k: str(v) for k, v in vars(args).items()}, "videos": rows, "all": total}, indent=2
+            )
+        )
     return 0
 
 

@@ -35,6 +35,7 @@ from lmms_eval_plugins import media
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: bench/ holds _timing
 from _timing import environment, measure  # noqa: E402
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test kit (tests/testkit)
 from testkit.task_utils import load_task_utils
 from lmms_eval_plugins.synthetic import make_video
@@ -57,9 +58,13 @@ def bench_videos(workdir: Path, seconds: int) -> list[Path]:
 
 def bench_doc(workdir: Path, videos: list[Path], frames: int) -> tuple[object, dict]:
     cv = load_task_utils("crossvid")
-    record = {"id": 0, "videos": [str(p.relative_to(workdir / "crossvid" / "videos")) for p in videos],
-              "question": "In which video is the sauce thickened with flour?",
-              "options": ["A. Video 1", "B. Video 2", "C. Video 3", "D. Video 4"], "answer": "B"}
+    record = {
+        "id": 0,
+        "videos": [str(p.relative_to(workdir / "crossvid" / "videos")) for p in videos],
+        "question": "In which video is the sauce thickened with flour?",
+        "options": ["A. Video 1", "B. Video 2", "C. Video 3", "D. Video 4"],
+        "answer": "B",
+    }
     (workdir / "crossvid" / "QA").mkdir(parents=True, exist_ok=True)
     (workdir / "crossvid" / "QA" / "CC.json").write_text(json.dumps([record]))
     os.environ["LMMS_EVAL_PLUGINS_DATA_ROOT"] = str(workdir)
@@ -72,8 +77,10 @@ def methods(cv, doc: dict) -> dict[str, Callable[[], object]]:
     paths = [m["path"] for m in doc["media"]]
 
     def raw(threads: int):
-        return lambda: [decord.VideoReader(p, ctx=decord.cpu(0), num_threads=threads).get_batch(p_plan[2]).asnumpy()
-                        for p, p_plan in zip(paths, plan)]
+        return lambda: [
+            decord.VideoReader(p, ctx=decord.cpu(0), num_threads=threads).get_batch(p_plan[2]).asnumpy()
+            for p, p_plan in zip(paths, plan)
+        ]
 
     def cold():
         media._probe.cache_clear()
@@ -92,8 +99,10 @@ def table(times: dict[str, dict[str, float]], frames: int) -> str:
     raw = {kind: min(t[kind] for name, t in times.items() if name.startswith("raw")) for kind in ("wall", "cpu")}
     lines = ["| method | wall s | frames/s | wall vs raw | CPU s | CPU vs raw |", "|---|---|---|---|---|---|"]
     for name, t in times.items():
-        lines.append(f"| {name} | {t['wall']:.3f} | {frames / t['wall']:.0f} | {t['wall'] / raw['wall']:.2f}x "
-                     f"| {t['cpu']:.3f} | {t['cpu'] / raw['cpu']:.2f}x |")
+        lines.append(
+            f"| {name} | {t['wall']:.3f} | {frames / t['wall']:.0f} | {t['wall'] / raw['wall']:.2f}x "
+            f"| {t['cpu']:.3f} | {t['cpu'] / raw['cpu']:.2f}x |"
+        )
     return "\n".join(lines)
 
 
@@ -116,18 +125,35 @@ def main() -> int:
     raw = {kind: min(t[kind] for name, t in times.items() if name.startswith("raw")) for kind in ("wall", "cpu")}
     ratios = {name: {kind: t[kind] / raw[kind] for kind in ("wall", "cpu")} for name, t in times.items()}
     env = environment(("decord", "pillow", "numpy"))
-    print(f"{N_VIDEOS} videos of {WIDTH}x{HEIGHT}, {FPS} fps, {args.seconds} s, mp4v; {args.frames} frames "
-          f"({'+'.join(map(str, counts))}), output frames {sorted(sizes)}; median of {args.reps} runs")
+    print(
+        f"{N_VIDEOS} videos of {WIDTH}x{HEIGHT}, {FPS} fps, {args.seconds} s, mp4v; {args.frames} frames "
+        f"({'+'.join(map(str, counts))}), output frames {sorted(sizes)}; median of {args.reps} runs"
+    )
     print("machine: " + ", ".join(f"{key}={value}" for key, value in env.items()))
     print()
     print(table(times, sum(counts)))
     cold = ratios["task doc_to_messages, cold"]
     verdict = "PASS" if min(cold["wall"], cold["cpu"]) <= TARGET else "FAIL"
-    print(f"\ntarget: task preparation (cold) <= {TARGET}x raw decord: wall {cold['wall']:.2f}x, CPU {cold['cpu']:.2f}x -> {verdict}")
+    print(
+        f"\ntarget: task preparation (cold) <= {TARGET}x raw decord: wall {cold['wall']:.2f}x, CPU {cold['cpu']:.2f}x -> {verdict}"
+    )
     if args.json:
-        args.json.write_text(json.dumps({"env": env, "videos": [str(p) for p in videos], "frames": args.frames,
-                                         "frames_per_video": counts, "reps": args.reps, "seconds": times,
-                                         "vs_raw": ratios, "target": TARGET, "verdict": verdict}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "env": env,
+                    "videos": [str(p) for p in videos],
+                    "frames": args.frames,
+                    "frames_per_video": counts,
+                    "reps": args.reps,
+                    "seconds": times,
+                    "vs_raw": ratios,
+                    "target": TARGET,
+                    "verdict": verdict,
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

@@ -23,12 +23,23 @@ from _timing import environment  # noqa: E402
 
 
 def one_run(workdir: Path) -> dict[str, float]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "LMMS_EVAL_PLUGINS_CACHE": str(workdir / "cache")}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "LMMS_EVAL_PLUGINS_CACHE": str(workdir / "cache"),
+    }
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", "doctor"], capture_output=True, text=True,
-                          env=env, cwd=workdir, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "lmms_eval_plugins.cli", "doctor"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=workdir,
+        check=False,
+    )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

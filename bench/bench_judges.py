@@ -33,7 +33,9 @@ from lmms_eval_plugins.judges.runtime import JudgeRuntime, RuntimeSettings
 
 
 def items(n: int) -> list[JudgeItem]:
-    return [JudgeItem(question=f"Bench question {i}?", prediction="A" if i % 4 else "B", reference="A") for i in range(n)]
+    return [
+        JudgeItem(question=f"Bench question {i}?", prediction="A" if i % 4 else "B", reference="A") for i in range(n)
+    ]
 
 
 def measure(cache: Path, server: JudgeServer, n: int, concurrency: int) -> dict:
@@ -65,7 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=500, help="verdicts per measurement (default 500)")
     p.add_argument("--latency", type=float, default=0.2, help="server latency per call in seconds (default 0.2)")
-    p.add_argument("--concurrency", default="16,64", help="comma-separated concurrency levels (default 16,64; 16 is the runtime default)")
+    p.add_argument(
+        "--concurrency",
+        default="16,64",
+        help="comma-separated concurrency levels (default 16,64; 16 is the runtime default)",
+    )
     p.add_argument("--json", dest="json_out", type=Path, default=None, help="write the results as JSON here")
     args = p.parse_args(argv)
     levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
@@ -85,13 +91,17 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         row["speedup"] = seq["wall_s"] / row["wall_s"] if row["wall_s"] > 0 else float("inf")
 
-    print(f"Judge runtime, {args.n} verdicts, loopback server with {args.latency * 1000:.0f} ms per call "
-          f"(Python {platform.python_version()}, {os.cpu_count()} CPUs)\n")
+    print(
+        f"Judge runtime, {args.n} verdicts, loopback server with {args.latency * 1000:.0f} ms per call "
+        f"(Python {platform.python_version()}, {os.cpu_count()} CPUs)\n"
+    )
     print("| mode | concurrency | verdicts | HTTP calls | cache hits | wall (s) | verdicts/s | speed-up |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['mode']} | {r['concurrency']} | {r['verdicts']} | {r['calls']} | {r['cache_hits']} | "
-              f"{r['wall_s']:.2f} | {r['verdicts_per_s']:.0f} | {r['speedup']:.1f}x |")
+        print(
+            f"| {r['mode']} | {r['concurrency']} | {r['verdicts']} | {r['calls']} | {r['cache_hits']} | "
+            f"{r['wall_s']:.2f} | {r['verdicts_per_s']:.0f} | {r['speedup']:.1f}x |"
+        )
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)
         args.json_out.write_text(json.dumps({"n": args.n, "latency_s": args.latency, "rows": rows}, indent=2) + "\n")

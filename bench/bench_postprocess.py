@@ -49,8 +49,17 @@ def items(n: int, seed: int) -> list[dict]:
     for q in range(n):
         gold = CATEGORIES[q % len(CATEGORIES)]
         pred = gold if rng.random() < 0.4 else rng.choice((*CATEGORIES, None))
-        out.append({"gold": gold, "pred": pred, "correct": pred == gold, "question_type": "t", "round": 0,
-                    "question_id": f"q{q}", "parse_error": None if pred else "no category found"})
+        out.append(
+            {
+                "gold": gold,
+                "pred": pred,
+                "correct": pred == gold,
+                "question_type": "t",
+                "round": 0,
+                "question_id": f"q{q}",
+                "parse_error": None if pred else "no category found",
+            }
+        )
     return out
 
 
@@ -73,9 +82,14 @@ def error_bar_figures(n: int, iterations: int) -> dict:
             weights @ counts
 
     floor_cpu = cpu(floor)
-    return {"error_bars_cpu_s": round(ours, 3), "floor_cpu_s": round(floor_cpu, 3), "ratio_to_floor": round(ours / floor_cpu, 2),
-            "scoring_without_error_bars_cpu_s": round(scoring, 3), "ratio_to_scoring": round(ours / max(scoring, 1e-9), 2),
-            "metrics": len(wanted)}
+    return {
+        "error_bars_cpu_s": round(ours, 3),
+        "floor_cpu_s": round(floor_cpu, 3),
+        "ratio_to_floor": round(ours / floor_cpu, 2),
+        "scoring_without_error_bars_cpu_s": round(scoring, 3),
+        "ratio_to_scoring": round(ours / max(scoring, 1e-9), 2),
+        "metrics": len(wanted),
+    }
 
 
 def write_run(folder: Path, n: int, seed: int) -> Path:
@@ -83,23 +97,36 @@ def write_run(folder: Path, n: int, seed: int) -> Path:
     every metric name as lmms-eval 0.7.3 logs it."""
     folder.mkdir(parents=True)
     names = [m.name for m in CATE_TEMPLATE]
-    results = {"results": {TASK: {"alias": TASK, **{f"{m},none": 0.0 for m in names if m != "cate_confusion"}}},
-               "config": {"model": f"random{seed}", "model_args": f"seed={seed}"}, "date": "20261129_000000",
-               "n-samples": {TASK: {"original": n, "effective": n}}, "versions": {TASK: 1}}
+    results = {
+        "results": {TASK: {"alias": TASK, **{f"{m},none": 0.0 for m in names if m != "cate_confusion"}}},
+        "config": {"model": f"random{seed}", "model_args": f"seed={seed}"},
+        "date": "20261129_000000",
+        "n-samples": {TASK: {"original": n, "effective": n}},
+        "versions": {TASK: 1},
+    }
     (folder / "20261129_000000_results.json").write_text(json.dumps(results), encoding="utf-8")
     path = folder / f"20261129_000000_samples_{TASK}.jsonl"
     with path.open("w", encoding="utf-8") as out:
         for doc_id, item in enumerate(items(n, seed)):
-            line = {"doc_id": doc_id, "target": item["gold"], "doc": {"question": "q" * 200}, "arguments": ["prompt"],
-                    "resps": [[item["pred"] or "?"]], "filtered_resps": [item["pred"] or "?"], **{m: item for m in names}}
+            line = {
+                "doc_id": doc_id,
+                "target": item["gold"],
+                "doc": {"question": "q" * 200},
+                "arguments": ["prompt"],
+                "resps": [[item["pred"] or "?"]],
+                "filtered_resps": [item["pred"] or "?"],
+                **{m: item for m in names},
+            }
             out.write(json.dumps(line) + "\n")
     return path
 
 
 def child(command: list[str], env: dict) -> tuple[float, int]:
     """CPU seconds and peak RSS (MB) of a child command."""
-    probe = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); "
-             "u = resource.getrusage(resource.RUSAGE_CHILDREN); print(u.ru_utime + u.ru_stime, u.ru_maxrss // 1024)")
+    probe = (
+        "import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); "
+        "u = resource.getrusage(resource.RUSAGE_CHILDREN); print(u.ru_utime + u.ru_stime, u.ru_maxrss // 1024)"
+    )
     done = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True, env=env, check=True)
     seconds, peak = done.stdout.split()
     return float(seconds), int(peak)
@@ -107,25 +134,33 @@ def child(command: list[str], env: dict) -> tuple[float, int]:
 
 def run_figures(n: int, iterations: int, workdir: Path) -> dict:
     a, b = workdir / f"a{n}", workdir / f"b{n}"
-    samples_a, samples_b = write_run(a, n, 2), write_run(b, n, 3)
+    samples_a, _ = write_run(a, n, 2), write_run(b, n, 3)
     env = {**os.environ, "LMMS_EVAL_PLUGINS_BOOTSTRAP_ITERS": str(iterations)}
     cli = [sys.executable, "-m", "lmms_eval_plugins.cli"]
     read_one = cpu(lambda: read_samples(samples_a))
     compare_cpu, compare_peak = child([*cli, "compare", str(a), str(b)], env)
     report_cpu, report_peak = child([*cli, "report", str(a), "-o", str(workdir / f"report{n}"), "--no-plots"], env)
-    return {"samples_mb": round(samples_a.stat().st_size / 1e6, 1), "read_samples_cpu_s": round(read_one, 2),
-            "compare_cpu_s": round(compare_cpu, 2), "compare_peak_mb": compare_peak,
-            "compare_ratio_to_reading_both": round(compare_cpu / (2 * read_one), 2),
-            "report_cpu_s": round(report_cpu, 2), "report_peak_mb": report_peak,
-            "report_ratio_to_reading": round(report_cpu / read_one, 2)}
+    return {
+        "samples_mb": round(samples_a.stat().st_size / 1e6, 1),
+        "read_samples_cpu_s": round(read_one, 2),
+        "compare_cpu_s": round(compare_cpu, 2),
+        "compare_peak_mb": compare_peak,
+        "compare_ratio_to_reading_both": round(compare_cpu / (2 * read_one), 2),
+        "report_cpu_s": round(report_cpu, 2),
+        "report_peak_mb": report_peak,
+        "report_ratio_to_reading": round(report_cpu / read_one, 2),
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--iterations", type=int, default=1000)
-    parser.add_argument("--run-sizes", default="1000,10000",
-                        help="sizes at which compare and report run too (a 100k run's samples file is about 420 MB)")
+    parser.add_argument(
+        "--run-sizes",
+        default="1000,10000",
+        help="sizes at which compare and report run too (a 100k run's samples file is about 420 MB)",
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -137,10 +172,16 @@ def main() -> int:
             figures[n] = {**error_bar_figures(n, args.iterations), **runs, "load_avg_1m": round(os.getloadavg()[0], 2)}
             print(n, json.dumps(figures[n]), flush=True)
     per_item = {n: f["error_bars_cpu_s"] / n for n, f in figures.items()}
-    report = {"task": TASK, "iterations": args.iterations, "sizes": figures,
-              "error_bars_cost_per_item_growth_last_step": round(per_item[sizes[-1]] / per_item[sizes[-2]], 2) if len(sizes) > 1 else None,
-              "environment": environment(["lmms-eval", "numpy"]),
-              "peak_rss_this_process_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
+    report = {
+        "task": TASK,
+        "iterations": args.iterations,
+        "sizes": figures,
+        "error_bars_cost_per_item_growth_last_step": round(per_item[sizes[-1]] / per_item[sizes[-2]], 2)
+        if len(sizes) > 1
+        else None,
+        "environment": environment(["lmms-eval", "numpy"]),
+        "peak_rss_this_process_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+    }
     text = json.dumps(report, indent=2)
     print(text)
     if args.json:

@@ -64,6 +64,7 @@ PREFETCH_GOAL, WARM_GOAL = 0.10, 5.0
 
 # ----------------------------------------------------------------------------------------------- data
 
+
 def _video(path: Path, seconds: float, seed: int) -> str:
     from lmms_eval_plugins.synthetic import make_video
 
@@ -78,11 +79,18 @@ def build_data(workdir: Path, questions: int, seconds: int) -> None:
     root = workdir / "crossvid"
     records = []
     for q in range(questions):
-        videos = [_video(root / "videos" / "cook" / f"q{q}v{k}_{seconds}s.mp4", seconds, seed=100 * q + k)
-                  for k in range(4)]
-        records.append({"id": q, "videos": [str(Path(v).relative_to(root / "videos")) for v in videos],
-                        "question": f"In which video is ingredient {q} added first?",
-                        "options": ["A. Video 1", "B. Video 2", "C. Video 3", "D. Video 4"], "answer": "ABCD"[q % 4]})
+        videos = [
+            _video(root / "videos" / "cook" / f"q{q}v{k}_{seconds}s.mp4", seconds, seed=100 * q + k) for k in range(4)
+        ]
+        records.append(
+            {
+                "id": q,
+                "videos": [str(Path(v).relative_to(root / "videos")) for v in videos],
+                "question": f"In which video is ingredient {q} added first?",
+                "options": ["A. Video 1", "B. Video 2", "C. Video 3", "D. Video 4"],
+                "answer": "ABCD"[q % 4],
+            }
+        )
     (root / "QA").mkdir(parents=True, exist_ok=True)
     (root / "QA" / "CC.json").write_text(json.dumps(records))
 
@@ -94,14 +102,23 @@ def build_data(workdir: Path, questions: int, seconds: int) -> None:
         _video(root / rel, CS_SEGMENTS * CS_SEGMENT_S, seed=1000 + v)
         segments = []
         for i in range(CS_SEGMENTS):
-            block = {"question": f"What happens in segment {i + 1} of video {v}?", "options": options, "answer": (i + v) % 8}
-            causal = None if i == 0 else {**block, "question": f"Why does segment {i + 1} of video {v} follow from segment {i}?"}
+            block = {
+                "question": f"What happens in segment {i + 1} of video {v}?",
+                "options": options,
+                "answer": (i + v) % 8,
+            }
+            causal = (
+                None
+                if i == 0
+                else {**block, "question": f"Why does segment {i + 1} of video {v} follow from segment {i}?"}
+            )
             segments.append({"start": i * CS_SEGMENT_S, "end": (i + 1) * CS_SEGMENT_S, "desc": block, "causal": causal})
         out.append({"video_id": f"cs{v}", "video": rel, "category": "bench", "segments": segments})
     (root / "causalstep.json").write_text(json.dumps(out))
 
 
 # ----------------------------------------------------------------------------------------------- one mode
+
 
 def _rss_mb() -> float:
     with open("/proc/self/statm") as f:
@@ -153,21 +170,35 @@ def run_mode(workdir: Path, latency: dict[str, float]) -> dict[str, Any]:
 
     from lmms_eval_plugins import frame_cache, prefetch
     from lmms_eval_plugins.data import to_dataset
+
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test kit (tests/testkit)
     from testkit.task_utils import load_task_utils
 
     cv, cs = load_task_utils("crossvid"), load_task_utils("causalstep")
     datasets = {
-        "crossvid": (cv, to_dataset(cv.load_docs({"benchmark": "crossvid", "source": "auto"}, "CC"),
-                                    features=cv.row_features("CC"))),
-        "causalstep": (cs, cs.process_docs([{"benchmark": "causalstep", "source": "auto", "frames_per_segment": 8,
-                                             "max_long_side": 448}])),
+        "crossvid": (
+            cv,
+            to_dataset(cv.load_docs({"benchmark": "crossvid", "source": "auto"}, "CC"), features=cv.row_features("CC")),
+        ),
+        "causalstep": (
+            cs,
+            cs.process_docs(
+                [{"benchmark": "causalstep", "source": "auto", "frames_per_segment": 8, "max_long_side": 448}]
+            ),
+        ),
     }
     out: dict[str, Any] = {}
     for name, (module, dataset) in datasets.items():
         hook = prefetch.prefetched(module.doc_to_messages)  # what the task folder's utils.py exports
-        requests = [Instance("generate_until", (module.doc_to_text(dataset[i]), hook, {"max_new_tokens": 8}, i, name, "test"),
-                             0, {"task": name, "doc_id": i, "repeats": 1}) for i in range(len(dataset))]
+        requests = [
+            Instance(
+                "generate_until",
+                (module.doc_to_text(dataset[i]), hook, {"max_new_tokens": 8}, i, name, "test"),
+                0,
+                {"task": name, "doc_id": i, "repeats": 1},
+            )
+            for i in range(len(dataset))
+        ]
         stamps: list[tuple[float, float]] = []  # (start, end) of each request in the model
         digests: dict[int, str] = {}
         model = _simulated_model(ChatMixin, CacheHook, {name: {"test": dataset}}, latency[name], stamps, digests)
@@ -182,19 +213,34 @@ def run_mode(workdir: Path, latency: dict[str, float]) -> dict[str, Any]:
         stats = prefetch.layer_stats() or {}
         prefetch.shutdown()  # the next benchmark discovers its own plan
         out[name] = {
-            "requests": len(waits), "latency_s": latency[name], "wall_s": wall, "cpu_s": cpu, "wait_total_s": sum(waits),
-            "wait_mean_s": statistics.fmean(waits), "wait_first_s": waits[0],
-            "wait_steady_mean_s": statistics.fmean(waits[1:]), "wait_steady_p90_s": _quantile(waits[1:], 0.9),
-            "wait_max_s": max(waits), "rss_before_mb": rss0, "rss_peak_mb": rss.peak,
-            "prefetch_peak_mb": stats.get("peak_bytes", 0) / 1e6, "prefetched": stats.get("ready", 0) + stats.get("waited", 0),
+            "requests": len(waits),
+            "latency_s": latency[name],
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "wait_total_s": sum(waits),
+            "wait_mean_s": statistics.fmean(waits),
+            "wait_first_s": waits[0],
+            "wait_steady_mean_s": statistics.fmean(waits[1:]),
+            "wait_steady_p90_s": _quantile(waits[1:], 0.9),
+            "wait_max_s": max(waits),
+            "rss_before_mb": rss0,
+            "rss_peak_mb": rss.peak,
+            "prefetch_peak_mb": stats.get("peak_bytes", 0) / 1e6,
+            "prefetched": stats.get("ready", 0) + stats.get("waited", 0),
             "cache": {k: v - counters_before[k] for k, v in vars(frame_cache.COUNTERS).items()},
             "digests": [digests[i] for i in range(len(digests))],
         }
     return out
 
 
-def _simulated_model(chat_mixin: type, cache_hook: type, task_dict: dict, latency: float,
-                     stamps: list[tuple[float, float]], digests: dict[int, str]) -> Any:
+def _simulated_model(
+    chat_mixin: type,
+    cache_hook: type,
+    task_dict: dict,
+    latency: float,
+    stamps: list[tuple[float, float]],
+    digests: dict[int, str],
+) -> Any:
     """lmms-eval's chat request loop with a model that takes ``latency`` seconds a request."""
 
     class SimulatedModel(chat_mixin):  # type: ignore[misc, valid-type]
@@ -218,6 +264,7 @@ def _quantile(values: list[float], q: float) -> float:
 
 # ----------------------------------------------------------------------------------------------- driver
 
+
 def _child(args: argparse.Namespace, mode: str, cache_dir: Path) -> dict[str, Any]:
     ahead, cache = MODES[mode]
     env = {**os.environ, "LMMS_EVAL_PLUGINS_PREFETCH": "1" if ahead else "0"}
@@ -228,10 +275,23 @@ def _child(args: argparse.Namespace, mode: str, cache_dir: Path) -> dict[str, An
             shutil.rmtree(cache_dir, ignore_errors=True)
         env["LMMS_EVAL_PLUGINS_FRAME_CACHE"] = str(cache_dir)
     load = os.getloadavg()[0]
-    proc = subprocess.run([sys.executable, __file__, "--child", "--workdir", str(args.workdir),
-                           "--latency-crossvid", str(args.latency_crossvid),
-                           "--latency-causalstep", str(args.latency_causalstep)],
-                          env=env, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            "--workdir",
+            str(args.workdir),
+            "--latency-crossvid",
+            str(args.latency_crossvid),
+            "--latency-causalstep",
+            str(args.latency_causalstep),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"mode {mode!r} failed:\n{proc.stderr[-4000:]}")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -241,22 +301,29 @@ def _child(args: argparse.Namespace, mode: str, cache_dir: Path) -> dict[str, An
 
 def table(results: dict[str, dict[str, Any]], bench: str) -> str:
     cold = results["cold"][bench]
-    lines = [f"**{bench}** ({cold['requests']} requests, model latency {cold['latency_s']} s a request)", "",
-             "| mode | wait / request (mean) | after the 1st (mean, p90) | whole run's wait | vs cold | run wall | "
-             "RSS growth | prefetched, peak held | frame cache hits / decoded |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"**{bench}** ({cold['requests']} requests, model latency {cold['latency_s']} s a request)",
+        "",
+        "| mode | wait / request (mean) | after the 1st (mean, p90) | whole run's wait | vs cold | run wall | "
+        "RSS growth | prefetched, peak held | frame cache hits / decoded |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for mode, result in results.items():
         r = result[bench]
         lines.append(
             f"| {mode} | {r['wait_mean_s']:.3f} s | {r['wait_steady_mean_s']:.3f} s, {r['wait_steady_p90_s']:.3f} s "
             f"| {r['wait_total_s']:.2f} s | {cold['wait_total_s'] / max(r['wait_total_s'], 1e-9):.1f}x faster "
             f"| {r['wall_s']:.1f} s | {r['rss_peak_mb'] - r['rss_before_mb']:.0f} MB "
-            f"| {r['prefetched']}, {r['prefetch_peak_mb']:.0f} MB | {r['cache']['hits']} / {r['cache']['misses']} |")
+            f"| {r['prefetched']}, {r['prefetch_peak_mb']:.0f} MB | {r['cache']['hits']} / {r['cache']['misses']} |"
+        )
     return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "lmms_eval_plugins_bench_prefetch")
+    parser.add_argument(
+        "--workdir", type=Path, default=Path(tempfile.gettempdir()) / "lmms_eval_plugins_bench_prefetch"
+    )
     parser.add_argument("--questions", type=int, default=8)
     parser.add_argument("--seconds", type=int, default=30)
     parser.add_argument("--latency-crossvid", type=float, default=1.0)
@@ -281,8 +348,10 @@ def main() -> int:
 
     env = environment(("decord", "pillow", "numpy", "lmms_eval"))
     print("machine: " + ", ".join(f"{k}={v}" for k, v in env.items()))
-    print("1-min load average before/after each mode: " + "; ".join(
-        f"{mode} {r['load_avg_1m'][0]:.2f}/{r['load_avg_1m'][1]:.2f}" for mode, r in results.items()))
+    print(
+        "1-min load average before/after each mode: "
+        + "; ".join(f"{mode} {r['load_avg_1m'][0]:.2f}/{r['load_avg_1m'][1]:.2f}" for mode, r in results.items())
+    )
     verdicts = {}
     for bench in ("crossvid", "causalstep"):
         print()
@@ -291,18 +360,33 @@ def main() -> int:
         cold = results["cold"][bench]
         ratio = results["prefetch"][bench]["wait_steady_mean_s"] / cold["wait_mean_s"]
         speedup = cold["wait_total_s"] / max(results["cache, warm"][bench]["wait_total_s"], 1e-9)
-        verdicts[bench] = {"identical_frames": same, "prefetch_wait_vs_cold": ratio, "warm_speedup": speedup,
-                           "pass": same and ratio <= PREFETCH_GOAL and speedup >= WARM_GOAL}
-        print(f"\nsame frames in every mode: {same}; decode-ahead: wait after the 1st request {100 * ratio:.1f}% of the "
-              f"cold wait (goal <= {100 * PREFETCH_GOAL:.0f}%); warm cache: whole run's wait {speedup:.1f}x shorter "
-              f"(goal >= {WARM_GOAL:.0f}x) -> {'PASS' if verdicts[bench]['pass'] else 'FAIL'}")
+        verdicts[bench] = {
+            "identical_frames": same,
+            "prefetch_wait_vs_cold": ratio,
+            "warm_speedup": speedup,
+            "pass": same and ratio <= PREFETCH_GOAL and speedup >= WARM_GOAL,
+        }
+        print(
+            f"\nsame frames in every mode: {same}; decode-ahead: wait after the 1st request {100 * ratio:.1f}% of the "
+            f"cold wait (goal <= {100 * PREFETCH_GOAL:.0f}%); warm cache: whole run's wait {speedup:.1f}x shorter "
+            f"(goal >= {WARM_GOAL:.0f}x) -> {'PASS' if verdicts[bench]['pass'] else 'FAIL'}"
+        )
     if args.json:
         for result in results.values():
             for r in result.values():
                 if isinstance(r, dict):
                     r.pop("digests", None)
-        args.json.write_text(json.dumps({"env": env, "args": {k: str(v) for k, v in vars(args).items()},
-                                         "results": results, "verdicts": verdicts}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "env": env,
+                    "args": {k: str(v) for k, v in vars(args).items()},
+                    "results": results,
+                    "verdicts": verdicts,
+                },
+                indent=2,
+            )
+        )
     return 0 if all(v["pass"] for v in verdicts.values()) else 1
 
 

@@ -32,7 +32,9 @@ def readme_commands(readme: str) -> list[list[str]]:
     """argv of each command of the README block that builds the tiny model (backslash continuations joined)."""
     blocks = re.findall(r"```bash\n((?:\.venv/bin/)?lmms-eval-plugins tiny-qwen .*?)```", readme, re.S)
     if len(blocks) != 1:
-        raise SystemExit(f"README: expected one bash block starting with 'lmms-eval-plugins tiny-qwen', found {len(blocks)}")
+        raise SystemExit(
+            f"README: expected one bash block starting with 'lmms-eval-plugins tiny-qwen', found {len(blocks)}"
+        )
     lines = blocks[0].replace("\\\n", " ").splitlines()
     return [shlex.split(line) for line in lines if line.strip()]
 
@@ -56,7 +58,7 @@ def main() -> int:
     for written in readme_commands((ROOT / "README.md").read_text(encoding="utf-8")):
         argv = [a.replace(README_MODEL_DIR, str(model_dir)) for a in written]
         if argv[0].startswith(VENV_BIN):  # the README's venv is this environment's
-            argv[0] = str(Path(sys.executable).parent / argv[0][len(VENV_BIN):])
+            argv[0] = str(Path(sys.executable).parent / argv[0][len(VENV_BIN) :])
         start = time.perf_counter()
         done = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - start
@@ -76,8 +78,10 @@ def main() -> int:
         print(f"{row['wall_s']:7.1f} s  {row['command']}")
     print(f"{documents} documents scored over {len(n_samples)} tasks: " + ", ".join(sorted(n_samples)))
     if args.json:
-        args.json.write_text(json.dumps({"env": env, "commands": rows, "documents": documents,
-                                         "tasks": sorted(n_samples)}, indent=2) + "\n")
+        args.json.write_text(
+            json.dumps({"env": env, "commands": rows, "documents": documents, "tasks": sorted(n_samples)}, indent=2)
+            + "\n"
+        )
     return 0
 
 

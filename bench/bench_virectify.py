@@ -29,13 +29,16 @@ from typing import Any
 
 from lmms_eval_plugins.benchmarks.virectify.spec import TEMPLATE
 from lmms_eval_plugins.judges import JudgeOutcome
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test kit (tests/testkit)
 from testkit.task_utils import load_task_utils
 
 vr = load_task_utils("virectify")
 SOURCES = ("gpt-4o-injection", "Qwen2.5-VL-7B", "InternVL3-8B", "GLM-4.1V-9B-Thinking", "MiMo-VL-7B-RL")
-FILLER = ("At {a} the video shows the object moving across the table, which contradicts the claim in the "
-          "solution; the later steps inherit this mistake and the conclusion does not follow. ") * 5
+FILLER = (
+    "At {a} the video shows the object moving across the table, which contradicts the claim in the "
+    "solution; the later steps inherit this mistake and the conclusion does not follow. "
+) * 5
 
 
 def make_doc(i: int, rng: random.Random) -> dict[str, Any]:
@@ -44,15 +47,28 @@ def make_doc(i: int, rng: random.Random) -> dict[str, Any]:
     labels = {str(k): "1" if k < first_wrong else "0" for k in range(1, n + 1)}
     edges = [[first_wrong, first_wrong]] + [[k - 1, k] for k in range(first_wrong + 1, n + 1)]
     start = rng.uniform(0, 100)
-    stamps = [[round(start + 15 * j, 1), round(start + 15 * j + rng.uniform(2, 12), 1)] for j in range(rng.randint(1, 3))]
-    return {"id": f"vr-{i:06d}", "video_path": f"videos/{i}.mp4", "source_video": f"videos/{i}.mp4",
-            "domain": rng.choice(list(vr.DOMAINS)), "error_type": rng.choice(list(vr.ERROR_TYPES)),
-            "solution_source": rng.choice(SOURCES), "source": "", "question": f"Question {i}?",
-            "answer": rng.choice("ABCD"), "solution": [f"Step {k}: ..." for k in range(1, n + 1)], "num_frames": 32,
-            "max_long_side": 448, "visual_mode": "interleaved",
-            **vr.gold_columns({"labels": {int(k): v for k, v in labels.items()}, "edges": {tuple(e) for e in edges},
-                               "intervals": stamps}),
-            "skipped_records": []}  # every doc carries the run's skipped counts (data.stamp_skipped)
+    stamps = [
+        [round(start + 15 * j, 1), round(start + 15 * j + rng.uniform(2, 12), 1)] for j in range(rng.randint(1, 3))
+    ]
+    return {
+        "id": f"vr-{i:06d}",
+        "video_path": f"videos/{i}.mp4",
+        "source_video": f"videos/{i}.mp4",
+        "domain": rng.choice(list(vr.DOMAINS)),
+        "error_type": rng.choice(list(vr.ERROR_TYPES)),
+        "solution_source": rng.choice(SOURCES),
+        "source": "",
+        "question": f"Question {i}?",
+        "answer": rng.choice("ABCD"),
+        "solution": [f"Step {k}: ..." for k in range(1, n + 1)],
+        "num_frames": 32,
+        "max_long_side": 448,
+        "visual_mode": "interleaved",
+        **vr.gold_columns(
+            {"labels": {int(k): v for k, v in labels.items()}, "edges": {tuple(e) for e in edges}, "intervals": stamps}
+        ),
+        "skipped_records": [],
+    }  # every doc carries the run's skipped counts (data.stamp_skipped)
 
 
 def make_output(doc: dict[str, Any], rng: random.Random) -> str:
@@ -78,9 +94,12 @@ def make_output(doc: dict[str, Any], rng: random.Random) -> str:
     stamps_text = ",".join(f"[{vr.clock(s)}-{vr.clock(e)}]" for s, e in stamps)
     answer = doc["answer"] if rng.random() < 0.6 else rng.choice("ABCD")
     rationale = FILLER.format(a=vr.clock(stamps[0][0]))
-    parts = [f"<error_identify>{identify_text}</error_identify>", f"<error_graph>{graph_text}</error_graph>",
-             f"<timestamps>{stamps_text}</timestamps>",
-             f"<rationale>{rationale}<answer>The correct answer should be \\boxed{{{answer}}}</answer></rationale>"]
+    parts = [
+        f"<error_identify>{identify_text}</error_identify>",
+        f"<error_graph>{graph_text}</error_graph>",
+        f"<timestamps>{stamps_text}</timestamps>",
+        f"<rationale>{rationale}<answer>The correct answer should be \\boxed{{{answer}}}</answer></rationale>",
+    ]
     if 0.5 <= kind < 0.6:
         del parts[2]  # no <timestamps>
     elif 0.6 <= kind < 0.65:
@@ -98,8 +117,14 @@ def judged(text: str, doc: dict[str, Any], rng: random.Random) -> list[dict[str,
     elif rng.random() < 0.02:
         outcome = JudgeOutcome("semantic_match", "1", "gpt-4o", error="HTTP 500 after 6 attempts")
     else:
-        outcome = JudgeOutcome("semantic_match", "1", "gpt-4o", verdict=float(item.prediction == item.reference),
-                               detail={"reply": "1"}, cached=True)
+        outcome = JudgeOutcome(
+            "semantic_match",
+            "1",
+            "gpt-4o",
+            verdict=float(item.prediction == item.reference),
+            detail={"reply": "1"},
+            cached=True,
+        )
     return [{"text": text, "judge": outcome.to_dict()}]
 
 
@@ -121,14 +146,24 @@ def run(n: int, seed: int) -> dict[str, Any]:
         values[metric] = getattr(vr, f"agg_{metric}")(items)
         timings[metric] = time.process_time() - start
     t_aggregate, c_aggregate = time.perf_counter() - wall, time.process_time() - cpu
-    return {"records": n, "output_chars_mean": chars / n,
-            "process_results_cpu_s": c_process, "process_results_wall_s": t_process,
-            "aggregation_cpu_s": c_aggregate, "aggregation_wall_s": t_aggregate, "aggregation_cpu_s_by_metric": timings,
-            "total_cpu_s": c_process + c_aggregate, "total_wall_s": t_process + t_aggregate,
-            "records_per_cpu_s": n / (c_process + c_aggregate),
-            "metrics": {k: values[k] for k in ("acc_i", "iou", "acc_r", "graph_jaccard", "format_rate",
-                                               "acc_r_judge_errors", "parse_fail")},
-            "python": sys.version.split()[0], "machine": platform.platform()}
+    return {
+        "records": n,
+        "output_chars_mean": chars / n,
+        "process_results_cpu_s": c_process,
+        "process_results_wall_s": t_process,
+        "aggregation_cpu_s": c_aggregate,
+        "aggregation_wall_s": t_aggregate,
+        "aggregation_cpu_s_by_metric": timings,
+        "total_cpu_s": c_process + c_aggregate,
+        "total_wall_s": t_process + t_aggregate,
+        "records_per_cpu_s": n / (c_process + c_aggregate),
+        "metrics": {
+            k: values[k]
+            for k in ("acc_i", "iou", "acc_r", "graph_jaccard", "format_rate", "acc_r_judge_errors", "parse_fail")
+        },
+        "python": sys.version.split()[0],
+        "machine": platform.platform(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,15 +173,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write the figures to this file")
     args = parser.parse_args(argv)
     r = run(args.records, args.seed)
-    print(f"ViRectify scoring, {r['records']:,} synthetic records (mean output {r['output_chars_mean']:.0f} chars), "
-          f"cached judge verdicts, one core (Python {r['python']})\n")
+    print(
+        f"ViRectify scoring, {r['records']:,} synthetic records (mean output {r['output_chars_mean']:.0f} chars), "
+        f"cached judge verdicts, one core (Python {r['python']})\n"
+    )
     print("| stage | CPU s | wall s | CPU µs per record |\n|---|---:|---:|---:|")
-    for name, key in (("process_results (parse + score)", "process_results"), ("all 10 aggregations", "aggregation"),
-                      ("total", "total")):
+    for name, key in (
+        ("process_results (parse + score)", "process_results"),
+        ("all 10 aggregations", "aggregation"),
+        ("total", "total"),
+    ):
         cpu, wall = r[f"{key}_cpu_s"], r[f"{key}_wall_s"]
         print(f"| {name} | {cpu:.2f} | {wall:.2f} | {1e6 * cpu / r['records']:.0f} |")
-    print(f"\nthroughput: {r['records_per_cpu_s']:,.0f} records per CPU second; metrics: "
-          + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in r["metrics"].items()))
+    print(
+        f"\nthroughput: {r['records_per_cpu_s']:,.0f} records per CPU second; metrics: "
+        + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in r["metrics"].items())
+    )
     if args.json:
         args.json.write_text(json.dumps(r, indent=1, default=str) + "\n")
     return 0

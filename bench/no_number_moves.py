@@ -64,52 +64,67 @@ def _replies(doc: dict[str, Any], rng: random.Random) -> str:
     return str(rng.choice(list(chance)))
 
 
-def full_size(size: int, seed: int) -> dict[str, Any]:
-    """{task: {metric: value}} for every sample task, its docs repeated to ``size`` items."""
+def scored_items(
+    benchmark: str, path: Path, size: int, seed: int
+) -> tuple[dict[str, Any], list[dict], dict[str, list[Any]]] | None:
+    """(task config, docs, metric -> per-item values) of one sample task YAML, its docs repeated to ``size``
+    items (each copy its own cluster unit), seeded replies through its filters and ``process_results``."""
     os.environ.setdefault("LMMS_EVAL_PLUGINS_JUDGE", "offline")
     from lmms_eval.utils import load_yaml_config
 
     from lmms_eval_plugins.benchmark import get
 
+    config = load_yaml_config(str(path), mode="full")
+    if "process_docs" not in config or "process_results" not in config:
+        return None
+    source = path.parent / config["dataset_kwargs"]["data_files"]["test"]
+    rows = json.loads(source.read_text(encoding="utf-8"))
+    docs = list(config["process_docs"](rows if isinstance(rows, list) else [rows]))
+    if not docs:
+        return None
+    key = get(benchmark).cluster_key
+    repeats = max(1, math.ceil(size / len(docs)))
+    grown = []
+    for k in range(repeats):
+        for doc in docs:
+            copy_ = copy.deepcopy(dict(doc))
+            if k and key and isinstance(copy_.get(key), str):
+                copy_[key] = f"{copy_[key]}#{k}"
+            grown.append(copy_)
+    grown = grown[: max(size, len(docs))]
+    rng = random.Random(f"{seed}:{config['task']}")
+    resps = [[_replies(d, rng)] for d in grown]
+    for spec in config.get("filter_list") or []:
+        for step in spec.get("filter", []):
+            function = step["function"]
+            if isinstance(function, type):
+                options = {k: v for k, v in step.items() if k != "function"}
+                resps = function(**options).apply(resps, grown)
+    per_metric: dict[str, list[Any]] = {}
+    for doc, responses in zip(grown, resps):
+        for metric, value in config["process_results"](doc, responses).items():
+            per_metric.setdefault(metric, []).append(value)
+    return config, grown, per_metric
+
+
+def full_size(size: int, seed: int) -> dict[str, Any]:
+    """{task: {metric: value}} for every sample task, its docs repeated to ``size`` items."""
     results: dict[str, Any] = {}
     for benchmark, path in _task_yamls():
-        config = load_yaml_config(str(path), mode="full")
-        if "process_docs" not in config or "process_results" not in config:
-            continue
-        source = path.parent / config["dataset_kwargs"]["data_files"]["test"]
-        rows = json.loads(source.read_text(encoding="utf-8"))
-        docs = list(config["process_docs"](rows if isinstance(rows, list) else [rows]))
-        if not docs:
-            continue
-        key = get(benchmark).cluster_key
-        repeats = max(1, math.ceil(size / len(docs)))
-        grown = []
-        for k in range(repeats):
-            for doc in docs:
-                copy_ = copy.deepcopy(dict(doc))
-                if k and key and isinstance(copy_.get(key), str):
-                    copy_[key] = f"{copy_[key]}#{k}"
-                grown.append(copy_)
-        grown = grown[:max(size, len(docs))]
-        rng = random.Random(f"{seed}:{config['task']}")
-        resps = [[_replies(d, rng)] for d in grown]
-        for spec in config.get("filter_list") or []:
-            for step in spec.get("filter", []):
-                function = step["function"]
-                if isinstance(function, type):
-                    options = {k: v for k, v in step.items() if k != "function"}
-                    resps = function(**options).apply(resps, grown)
         started = time.perf_counter()
-        per_metric: dict[str, list[Any]] = {}
-        for doc, responses in zip(grown, resps):
-            for metric, value in config["process_results"](doc, responses).items():
-                per_metric.setdefault(metric, []).append(value)
+        scored = scored_items(benchmark, path, size, seed)
+        if scored is None:
+            continue
+        config, grown, per_metric = scored
         metrics = {}
         for entry in config.get("metric_list", []):
             name, aggregate = entry["metric"], entry["aggregation"]
             metrics[name] = _jsonable(aggregate(per_metric.get(name, [])))
-        results[config["task"]] = {"items": len(grown), "metrics": metrics,
-                                   "seconds": round(time.perf_counter() - started, 2)}
+        results[config["task"]] = {
+            "items": len(grown),
+            "metrics": metrics,
+            "seconds": round(time.perf_counter() - started, 2),
+        }
         print(f"{config['task']}: {len(grown)} items, {len(metrics)} metrics", file=sys.stderr)
     return results
 
@@ -173,8 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     text = json.dumps(report, indent=1, sort_keys=True, default=str)
     if args.out:
         args.out.write_text(text + "\n")
-    print(f"{report['tasks']} tasks, {report['metrics_compared']} metrics compared, "
-          f"{len(report['differences'])} differences")
+    print(
+        f"{report['tasks']} tasks, {report['metrics_compared']} metrics compared, "
+        f"{len(report['differences'])} differences"
+    )
     for diff in report["differences"][:20]:
         print("  ", json.dumps(diff, default=str)[:300])
     return 1 if report["differences"] else 0

@@ -186,9 +186,11 @@ def read_prices(path: str | os.PathLike[str]) -> dict[str, Price]:
     million tokens, "batch_factor": what a batch call pays relative to a synchronous one (default 1)}."""
     from lmms_eval_plugins.data import parse_json
 
-    fix = "see docs/judges.md, \"Cost\""
+    fix = 'see docs/judges.md, "Cost"'
     try:
-        with open(path, "rb") as handle:  # a price table is small: read no more than the cap (a FIFO or 1 GB is refused)
+        with open(
+            path, "rb"
+        ) as handle:  # a price table is small: read no more than the cap (a FIFO or 1 GB is refused)
             raw = handle.read(MAX_PRICE_FILE_BYTES + 1)
         if len(raw) > MAX_PRICE_FILE_BYTES:
             raise ValueError(f"over {MAX_PRICE_FILE_BYTES} bytes")
@@ -209,8 +211,10 @@ def read_prices(path: str | os.PathLike[str]) -> dict[str, Price]:
             value = entry.get(name, 1.0 if name == "batch_factor" else None)
             top = MAX_BATCH_FACTOR if name == "batch_factor" else MAX_PRICE
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= top:
-                raise PriceTableError(f"price table {path}: {model!r} field {name!r} is {str(value)[:40]!r}, not a number "
-                                      f"from 0 to {top:g}; {fix}")
+                raise PriceTableError(
+                    f"price table {path}: {model!r} field {name!r} is {str(value)[:40]!r}, not a number "
+                    f"from 0 to {top:g}; {fix}"
+                )
             values[name] = float(value)
         prices[str(model)] = Price(**values)
     return prices
@@ -229,21 +233,40 @@ def estimated_cost(stats: Mapping[str, Any], price: Price) -> float:
         return ((tokens_in - cached) * price.input + cached * price.cached_input + tokens_out * price.output) / 1e6
 
     batch = part(n("batch_tokens_in"), n("batch_cached_tokens"), n("batch_tokens_out"))
-    sync = part(max(0, n("tokens_in") - n("batch_tokens_in")), max(0, n("cached_tokens") - n("batch_cached_tokens")),
-                max(0, n("tokens_out") - n("batch_tokens_out")))
+    sync = part(
+        max(0, n("tokens_in") - n("batch_tokens_in")),
+        max(0, n("cached_tokens") - n("batch_cached_tokens")),
+        max(0, n("tokens_out") - n("batch_tokens_out")),
+    )
     return sync + price.batch_factor * batch
 
 
 def cost_section(by_model: Mapping[str, Any], prices: Mapping[str, Price], source: str) -> dict[str, Any]:
     """``estimated_cost`` of a report: per judge model with a price, the total, and the models without one."""
-    costs = {m: round(estimated_cost(s, prices[m]), 6) for m, s in sorted(by_model.items())
-             if m in prices and isinstance(s, Mapping)}
+    costs = {
+        m: round(estimated_cost(s, prices[m]), 6)
+        for m, s in sorted(by_model.items())
+        if m in prices and isinstance(s, Mapping)
+    }
     if not all(math.isfinite(v) for v in costs.values()):  # never a bare NaN/Infinity in a JSON file
-        raise PriceTableError(f"price table {source}: the estimated cost is not a finite number; use prices up to {MAX_PRICE:g}")
-    unpriced = sorted(m for m, s in by_model.items() if m not in prices and not m.startswith("offline:")
-                      and isinstance(s, Mapping) and (s.get("tokens_in") or s.get("tokens_out")))
-    return {"by_model": costs, "total": round(sum(costs.values()), 6), "models_without_price": unpriced,
-            "price_table": source, "note": "estimate from the user's price table, per million tokens"}
+        raise PriceTableError(
+            f"price table {source}: the estimated cost is not a finite number; use prices up to {MAX_PRICE:g}"
+        )
+    unpriced = sorted(
+        m
+        for m, s in by_model.items()
+        if m not in prices
+        and not m.startswith("offline:")
+        and isinstance(s, Mapping)
+        and (s.get("tokens_in") or s.get("tokens_out"))
+    )
+    return {
+        "by_model": costs,
+        "total": round(sum(costs.values()), 6),
+        "models_without_price": unpriced,
+        "price_table": source,
+        "note": "estimate from the user's price table, per million tokens",
+    }
 
 
 def add_estimated_cost(report: dict[str, Any], env: Mapping[str, str] | None = None) -> None:

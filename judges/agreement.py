@@ -108,7 +108,9 @@ def _flag(value: Any, where: str) -> int:
     raise ValueError(f"{where}: {value!r} is not a 0/1 label")
 
 
-def binary_agreement(pairs: Sequence[tuple[int, int]], *, n_resamples: int, confidence: float, seed: int) -> dict[str, Any]:
+def binary_agreement(
+    pairs: Sequence[tuple[int, int]], *, n_resamples: int, confidence: float, seed: int
+) -> dict[str, Any]:
     """``pairs`` = (judge, human) per sample."""
     judge = [p[0] for p in pairs]
     human = [p[1] for p in pairs]
@@ -136,7 +138,9 @@ def binary_agreement(pairs: Sequence[tuple[int, int]], *, n_resamples: int, conf
     }
 
 
-def rubric_agreement(questions: Sequence[dict[str, list[int]]], *, n_resamples: int, confidence: float, seed: int) -> dict[str, Any]:
+def rubric_agreement(
+    questions: Sequence[dict[str, list[int]]], *, n_resamples: int, confidence: float, seed: int
+) -> dict[str, Any]:
     """``questions``: per question ``judge_coverage``, ``human_coverage``, ``judge_correctness``,
     ``human_correctness`` (equal-length 0/1 lists).  Bootstrap resamples questions."""
 
@@ -157,12 +161,16 @@ def rubric_agreement(questions: Sequence[dict[str, list[int]]], *, n_resamples: 
         for label, fn in (("agreement", raw_agreement), ("kappa", cohen_kappa)):
             f = stat(kind, fn)
             out[f"{kind}_{label}"] = f(questions)
-            out[f"{kind}_{label}_ci"] = list(bootstrap_ci(questions, f, n_resamples=n_resamples, confidence=confidence, seed=seed))
+            out[f"{kind}_{label}_ci"] = list(
+                bootstrap_ci(questions, f, n_resamples=n_resamples, confidence=confidence, seed=seed)
+            )
     out["judge_micro_average"] = micro(questions, "judge")
     out["human_micro_average"] = micro(questions, "human")
     diff = lambda sample: micro(sample, "judge") - micro(sample, "human")
     out["micro_average_difference"] = diff(questions)
-    out["micro_average_difference_ci"] = list(bootstrap_ci(questions, diff, n_resamples=n_resamples, confidence=confidence, seed=seed))
+    out["micro_average_difference_ci"] = list(
+        bootstrap_ci(questions, diff, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    )
     return out
 
 
@@ -181,7 +189,9 @@ def verdict_flags(values: Any, n_points: int) -> list[int] | None:
     return flags
 
 
-def rubric_questions(rows: Sequence[tuple[Any, Any]], outcomes: Sequence[Any]) -> tuple[list[dict[str, list[int]]], list[tuple[str, str]]]:
+def rubric_questions(
+    rows: Sequence[tuple[Any, Any]], outcomes: Sequence[Any]
+) -> tuple[list[dict[str, list[int]]], list[tuple[str, str]]]:
     """(questions for :func:`rubric_agreement`, [(item id, why excluded)]) from judged rows
     ((item, (coverage, correctness)) human labels) and their outcomes: a judge error, or a verdict whose
     lists are not one 0/1 flag per scoring point, is excluded and named."""
@@ -191,18 +201,31 @@ def rubric_questions(rows: Sequence[tuple[Any, Any]], outcomes: Sequence[Any]) -
             excluded.append((item.item_id, outcome.error))
             continue
         detail = outcome.detail or {}
-        judged = (verdict_flags(detail.get("coverage"), len(coverage)), verdict_flags(detail.get("correctness"), len(correctness)))
+        judged = (
+            verdict_flags(detail.get("coverage"), len(coverage)),
+            verdict_flags(detail.get("correctness"), len(correctness)),
+        )
         if judged[0] is None or judged[1] is None:
-            why = (f"the verdict's lists are not one 0/1 flag per scoring point (coverage {detail.get('coverage')!r}, "
-                   f"correctness {detail.get('correctness')!r})")
+            why = (
+                f"the verdict's lists are not one 0/1 flag per scoring point (coverage {detail.get('coverage')!r}, "
+                f"correctness {detail.get('correctness')!r})"
+            )
             excluded.append((item.item_id, why))
             continue
-        questions.append({"judge_coverage": judged[0], "judge_correctness": judged[1],
-                          "human_coverage": list(coverage), "human_correctness": list(correctness)})
+        questions.append(
+            {
+                "judge_coverage": judged[0],
+                "judge_correctness": judged[1],
+                "human_coverage": list(coverage),
+                "human_correctness": list(correctness),
+            }
+        )
     return questions, excluded
 
 
-def binary_pairs(rows: Sequence[tuple[Any, int]], outcomes: Sequence[Any]) -> tuple[list[tuple[int, int]], list[tuple[str, str]]]:
+def binary_pairs(
+    rows: Sequence[tuple[Any, int]], outcomes: Sequence[Any]
+) -> tuple[list[tuple[int, int]], list[tuple[str, str]]]:
     """((judge, human) per sample, [(item id, why excluded)]): a judge error or a verdict that is not a
     finite number is excluded and named."""
     pairs, excluded = [], []
@@ -255,7 +278,9 @@ def load_labels(path: Path, kind: str) -> list[tuple[JudgeItem, Any]]:
             cov = [_flag(v, f"{where} coverage") for v in rec["coverage"]]
             cor = [_flag(v, f"{where} correctness") for v in rec["correctness"]]
             if len(cov) != n or len(cor) != n:
-                raise ValueError(f"{where}: coverage and correctness must each have {n} entries (one per scoring point)")
+                raise ValueError(
+                    f"{where}: coverage and correctness must each have {n} entries (one per scoring point)"
+                )
             rows.append((item, (cov, cor)))
         else:
             rows.append((item, _flag(rec["label"], f"{where} label")))
@@ -294,8 +319,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--cache", default=None, help="verdict cache (default: $LMMS_EVAL_PLUGINS_JUDGE_CACHE or ~/.cache/...)")
-    p.add_argument("--concurrency", type=int, default=None, help="calls in flight (default: $LMMS_EVAL_PLUGINS_JUDGE_CONCURRENCY or 32)")
+    p.add_argument(
+        "--cache", default=None, help="verdict cache (default: $LMMS_EVAL_PLUGINS_JUDGE_CACHE or ~/.cache/...)"
+    )
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="calls in flight (default: $LMMS_EVAL_PLUGINS_JUDGE_CONCURRENCY or 32)",
+    )
     p.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the results as JSON here")
     return p
 
@@ -338,18 +370,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         "accounting": runtime.report()["by_model"],
     }
     level = int(round(args.confidence * 100))
-    print(f"judge {judge.name}@{judge.version}" + (f" ({model})" if model else " (offline, lower fidelity)") + f" vs {args.labels}")
+    print(
+        f"judge {judge.name}@{judge.version}"
+        + (f" ({model})" if model else " (offline, lower fidelity)")
+        + f" vs {args.labels}"
+    )
     print(f"records {len(rows)}, judge errors {len(errors)} (excluded)")
     if judge.kind == "rubric":
         print(f"questions {stats['n_questions']}, scoring points {stats['n_points']}")
         print(f"| measure | agreement | {level}% CI | kappa | {level}% CI |\n|---|---|---|---|---|")
         for kind in ("coverage", "correctness"):
-            print(f"| {kind} | {_fmt(stats[f'{kind}_agreement'])} | {_ci(stats[f'{kind}_agreement_ci'])} | {_fmt(stats[f'{kind}_kappa'])} | {_ci(stats[f'{kind}_kappa_ci'])} |")
-        print(f"micro-average: judge {_fmt(stats['judge_micro_average'])}, human {_fmt(stats['human_micro_average'])}, "
-              f"difference {_fmt(stats['micro_average_difference'])} {_ci(stats['micro_average_difference_ci'])}")
+            print(
+                f"| {kind} | {_fmt(stats[f'{kind}_agreement'])} | {_ci(stats[f'{kind}_agreement_ci'])} | {_fmt(stats[f'{kind}_kappa'])} | {_ci(stats[f'{kind}_kappa_ci'])} |"
+            )
+        print(
+            f"micro-average: judge {_fmt(stats['judge_micro_average'])}, human {_fmt(stats['human_micro_average'])}, "
+            f"difference {_fmt(stats['micro_average_difference'])} {_ci(stats['micro_average_difference_ci'])}"
+        )
     else:
         print(f"| n | agreement | {level}% CI | kappa | {level}% CI |\n|---|---|---|---|---|")
-        print(f"| {stats['n']} | {_fmt(stats['agreement'])} | {_ci(stats['agreement_ci'])} | {_fmt(stats['kappa'])} | {_ci(stats['kappa_ci'])} |")
+        print(
+            f"| {stats['n']} | {_fmt(stats['agreement'])} | {_ci(stats['agreement_ci'])} | {_fmt(stats['kappa'])} | {_ci(stats['kappa_ci'])} |"
+        )
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)
         text = runtime.redact(json.dumps(_json_safe(result), indent=2))

@@ -215,7 +215,7 @@ def strip_think(text: str | None) -> str:
     text = _remove_think_blocks(text)
     closes = list(_THINK_CLOSE.finditer(text))
     if closes:
-        text = text[closes[-1].end():]
+        text = text[closes[-1].end() :]
     opened = _THINK_OPEN.search(text)
     if opened:
         text = text[: opened.start()]
@@ -228,7 +228,9 @@ def strip_think(text: str | None) -> str:
 _OPENING_LIKE = "<﹤＜〈‹«〈⟨《❮❬⟪˂ᐸ❰⧼⦑⋖≺◁⊲⊰⧀◀◅⯇⏴⦉⟬⦓⦕⸦"
 _CLOSING_LIKE = ">﹥＞〉›»〉⟩》❯❭⟫˃ᐳ❱⧽⦒⋗≻▷⊳⊱⧁▶▻⯈⏵⦊⟭⦔⦖⸧"
 _ANGLE_LIKE = set(_OPENING_LIKE + _CLOSING_LIKE)
-_MULTI_ANGLE = str.maketrans({"≪": "<<", "≫": ">>", "⋘": "<<<", "⋙": ">>>", "⪡": "<<", "⪢": ">>", "⫷": "<<<", "⫸": ">>>"})
+_MULTI_ANGLE = str.maketrans(
+    {"≪": "<<", "≫": ">>", "⋘": "<<<", "⋙": ">>>", "⪡": "<<", "⪢": ">>", "⫷": "<<<", "⫸": ">>>"}
+)
 # What may sit between the brackets of a delimiter and still leave it readable as one: spaces, and
 # characters that show nothing of their own (combining and enclosing marks, format characters,
 # blank-looking fillers such as the braille blank and the Hangul fillers).

@@ -80,8 +80,12 @@ MIN_EXCHANGE_S = 2.0  # the least an exchange gets when --batch-wait is nearly s
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 STATUSES = ("validating", "in_progress", "finalizing", "cancelling", *TERMINAL)
 # what each final status means for the requests a batch did not answer
-OUTCOMES = {"completed": "completed", "failed": "failed: the provider refused the batch (its errors say why)",
-            "expired": "expired: not finished within the completion window", "cancelled": "cancelled"}
+OUTCOMES = {
+    "completed": "completed",
+    "failed": "failed: the provider refused the batch (its errors say why)",
+    "expired": "expired: not finished within the completion window",
+    "cancelled": "cancelled",
+}
 _API_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}")  # a file or batch id: it goes into a URL path
 _TAG_NONCE = re.compile(r"score-([0-9a-f]{12})")
 
@@ -112,15 +116,22 @@ class BatchSettings:
         minimum are a :class:`JudgeConfigError` naming the variable)."""
         from lmms_eval_plugins.settings import BadSetting, env_number
 
-        spec = ((ENV_MAX_REQUESTS, "max_requests", True, 1), (ENV_MAX_BYTES, "max_bytes", True, 1),
-                (ENV_POLL, "poll_s", False, 0.01), (ENV_MAX_OUTPUT_BYTES, "max_output_bytes", True, 1024),
-                (ENV_DOWNLOAD_DEADLINE, "download_deadline", False, 1.0), (ENV_MAX_STATE_BYTES, "max_state_bytes", True, 1024))
+        spec = (
+            (ENV_MAX_REQUESTS, "max_requests", True, 1),
+            (ENV_MAX_BYTES, "max_bytes", True, 1),
+            (ENV_POLL, "poll_s", False, 0.01),
+            (ENV_MAX_OUTPUT_BYTES, "max_output_bytes", True, 1024),
+            (ENV_DOWNLOAD_DEADLINE, "download_deadline", False, 1.0),
+            (ENV_MAX_STATE_BYTES, "max_state_bytes", True, 1024),
+        )
         values: dict[str, Any] = {}
         for name, attr, whole, minimum in spec:
             try:
                 values[attr] = env_number(name, getattr(cls, attr), whole=whole, minimum=minimum, env=env)
             except BadSetting as exc:
-                raise JudgeConfigError(f"{exc}; unset it or give a finite {'whole ' if whole else ''}number >= {minimum:g}") from None
+                raise JudgeConfigError(
+                    f"{exc}; unset it or give a finite {'whole ' if whole else ''}number >= {minimum:g}"
+                ) from None
         return cls(**values)
 
     @property
@@ -153,9 +164,13 @@ class BatchRun:
         return not self.waiting
 
     def line_counts(self) -> dict[str, int]:
-        return {"unknown_lines": self.unknown_lines, "duplicate_lines": self.duplicate_lines,
-                "conflicting_requests": self.conflicting, "lines_answering_other_requests": self.relabelled,
-                "unreadable_lines": self.unreadable_lines}
+        return {
+            "unknown_lines": self.unknown_lines,
+            "duplicate_lines": self.duplicate_lines,
+            "conflicting_requests": self.conflicting,
+            "lines_answering_other_requests": self.relabelled,
+            "unreadable_lines": self.unreadable_lines,
+        }
 
 
 # ---- reading a line ---------------------------------------------------------------------------------
@@ -184,8 +199,14 @@ class Answer:
         return None if self.verdict is None else self.verdict.score
 
 
-def line_verdict(line: OutputLine, request: BatchRequest, judge: Any, redact: Redactor,
-                 max_reply_bytes: int, others: Callable[[], set[str]] | None = None) -> Answer:
+def line_verdict(
+    line: OutputLine,
+    request: BatchRequest,
+    judge: Any,
+    redact: Redactor,
+    max_reply_bytes: int,
+    others: Callable[[], set[str]] | None = None,
+) -> Answer:
     """The verdict of one output line, through the synchronous path's reader and the judge's own parser.
     ``others()``: the verdict-tag nonces of the batch's other requests (a reply carrying one answers another request)."""
     if line.status != 200:
@@ -206,8 +227,11 @@ def line_verdict(line: OutputLine, request: BatchRequest, judge: Any, redact: Re
         own = verdict_nonce(item)
         tagged = {m for m in _TAG_NONCE.findall(text) if m != own}
         relabelled = bool(tagged and others is not None and tagged & others())
-        why = ("the line answers another request (its verdict tag carries another item's nonce)" if relabelled
-               else f"unparseable reply: {exc}")
+        why = (
+            "the line answers another request (its verdict tag carries another item's nonce)"
+            if relabelled
+            else f"unparseable reply: {exc}"
+        )
         return Answer(None, why, tokens, True, relabelled)
 
 
@@ -277,8 +301,16 @@ def classified(exc: BaseException) -> tuple[bool, str]:
 class BatchClient:
     """Submits, resumes, polls and ingests the batches of one run folder."""
 
-    def __init__(self, endpoint: Endpoint, cache: VerdictCache, folder: Path, settings: BatchSettings | None = None,
-                 *, log: Callable[[str], None] | None = None, client: Any = None) -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        cache: VerdictCache,
+        folder: Path,
+        settings: BatchSettings | None = None,
+        *,
+        log: Callable[[str], None] | None = None,
+        client: Any = None,
+    ) -> None:
         self.endpoint, self.cache, self.settings = endpoint, cache, settings or BatchSettings.from_env()
         self.state_path = folder / STATE_FILE
         self.redact = Redactor()
@@ -298,8 +330,14 @@ class BatchClient:
             return self._client
         from lmms_eval_plugins.bounded_http import openai_client
 
-        return openai_client(self.endpoint.base_url, self.endpoint.api_key, timeout=min(self.settings.timeout, deadline),
-                             deadline=deadline, max_bytes=max_bytes, max_retries=retries)
+        return openai_client(
+            self.endpoint.base_url,
+            self.endpoint.api_key,
+            timeout=min(self.settings.timeout, deadline),
+            deadline=deadline,
+            max_bytes=max_bytes,
+            max_retries=retries,
+        )
 
     @staticmethod
     def _within(seconds: float, until: float | None) -> tuple[float, bool]:
@@ -318,12 +356,16 @@ class BatchClient:
         try:
             aside = set_aside(self.state_path)
         except OSError as exc:
-            raise BatchStateError(f"{self.state_path} {problem}, and it could not be set aside ({exc}); move it away "
-                                  "and run the same command again") from None
+            raise BatchStateError(
+                f"{self.state_path} {problem}, and it could not be set aside ({exc}); move it away "
+                "and run the same command again"
+            ) from None
         kept = len(state["batches"])
-        note = (f"judge batch state not trusted: {self.state_path} {problem}; set aside as {aside.name} (kept, not "
-                f"deleted); {f'{kept} batch(es) it holds that this user recorded are resumed, ' if kept else ''}"
-                "the other requests are planned afresh")
+        note = (
+            f"judge batch state not trusted: {self.state_path} {problem}; set aside as {aside.name} (kept, not "
+            f"deleted); {f'{kept} batch(es) it holds that this user recorded are resumed, ' if kept else ''}"
+            "the other requests are planned afresh"
+        )
         self.log(note)
         if run is not None:
             run.notes.append(note)
@@ -341,8 +383,16 @@ class BatchClient:
             write_atomic(self.state_path, text, mode=0o600)
             self._saved = text
 
-    def _close(self, entry: dict[str, Any], why: str, by_id: Mapping[str, BatchRequest], run: BatchRun,
-               *, verdicts: int = 0, failed: int = 0) -> None:
+    def _close(
+        self,
+        entry: dict[str, Any],
+        why: str,
+        by_id: Mapping[str, BatchRequest],
+        run: BatchRun,
+        *,
+        verdicts: int = 0,
+        failed: int = 0,
+    ) -> None:
         """End a batch that cannot be used further: its requests without a verdict are submitted again next time."""
         name = entry.get("batch_id") or f"(not created, file {entry.get('file_id') or 'not uploaded'})"
         left = [cid for cid in entry_id_list(entry) if cid in by_id and cid not in run.failures]
@@ -363,9 +413,16 @@ class BatchClient:
         if new:
             sizes = [len(request_line(r)) for r in new]
             for start, end in split_batches(sizes, self.settings.max_requests, self.settings.max_bytes):
-                state["batches"].append({"endpoint": host, "ids": ids_text(r.custom_id for r in new[start:end]),
-                                         "lines": end - start, "bytes": sum(sizes[start:end]),
-                                         "status": "recorded", "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+                state["batches"].append(
+                    {
+                        "endpoint": host,
+                        "ids": ids_text(r.custom_id for r in new[start:end]),
+                        "lines": end - start,
+                        "bytes": sum(sizes[start:end]),
+                        "status": "recorded",
+                        "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    }
+                )
             self._save(state)  # before any upload: a kill from here on creates no second batch
         by_id = {r.custom_id: r for r in requests}
         for entry in state["batches"]:
@@ -377,8 +434,15 @@ class BatchClient:
             self._create(entry, by_id, state, run)
         return state
 
-    def _create(self, entry: dict[str, Any], by_id: Mapping[str, BatchRequest], state: dict[str, Any], run: BatchRun,
-                *, again: bool = True) -> None:
+    def _create(
+        self,
+        entry: dict[str, Any],
+        by_id: Mapping[str, BatchRequest],
+        state: dict[str, Any],
+        run: BatchRun,
+        *,
+        again: bool = True,
+    ) -> None:
         api = self._api(self.settings.timeout, CONTROL_MAX_BYTES, retries=2)
         recorded_file = bool(entry.get("file_id"))
         try:
@@ -400,25 +464,38 @@ class BatchClient:
                 uploaded = api.files.create(file=("judge_batch.jsonl", data), purpose="batch")
                 entry.update(file_id=_api_id(uploaded.id, "file id"), status="uploaded")
                 self._save(state)
-            batch = api.batches.create(input_file_id=entry["file_id"], endpoint="/v1/chat/completions",
-                                       completion_window="24h", metadata={"created_by": "lmms-eval-plugins score --batch"})
+            batch = api.batches.create(
+                input_file_id=entry["file_id"],
+                endpoint="/v1/chat/completions",
+                completion_window="24h",
+                metadata={"created_by": "lmms-eval-plugins score --batch"},
+            )
             entry.update(batch_id=_api_id(batch.id, "batch id"), status=_status(batch.status))
         except Exception as exc:  # classified: a named outcome, never a traceback
             transient, why = classified(exc)
             if transient:
-                raise BatchUnreachable(f"could not reach {self.endpoint.display} while submitting a judge batch ({why}); "
-                                       f"what was recorded is kept in {self.state_path}: run the same command again") from None
+                raise BatchUnreachable(
+                    f"could not reach {self.endpoint.display} while submitting a judge batch ({why}); "
+                    f"what was recorded is kept in {self.state_path}: run the same command again"
+                ) from None
             if recorded_file and again:  # a recorded input file the endpoint does not know (another key, expired)
-                self.log(f"judge batch: the recorded input file {entry['file_id']} was refused by {self.endpoint.display} "
-                         f"({why}); uploading its requests again")
+                self.log(
+                    f"judge batch: the recorded input file {entry['file_id']} was refused by {self.endpoint.display} "
+                    f"({why}); uploading its requests again"
+                )
                 for name in ("file_id", "batch_id"):
                     entry.pop(name, None)
                 entry["status"] = "recorded"
                 self._save(state)
                 self._create(entry, by_id, state, run, again=False)
                 return
-            self._close(entry, f"refused by {self.endpoint.display} while submitting ({why}); its requests are "
-                               "submitted again by the next score --batch", by_id, run)
+            self._close(
+                entry,
+                f"refused by {self.endpoint.display} while submitting ({why}); its requests are "
+                "submitted again by the next score --batch",
+                by_id,
+                run,
+            )
             self._save(state)
             return
         self._save(state)
@@ -434,7 +511,9 @@ class BatchClient:
         return None
 
     # -- poll and ingest ---------------------------------------------------------------------------
-    def collect(self, requests: Sequence[BatchRequest], state: dict[str, Any], run: BatchRun, wait_s: float | None) -> None:
+    def collect(
+        self, requests: Sequence[BatchRequest], state: dict[str, Any], run: BatchRun, wait_s: float | None
+    ) -> None:
         """Poll until every batch of this endpoint is final (or ``wait_s`` passes: every exchange, downloads
         included, ends by then), ingesting each as it ends."""
         by_id = {r.custom_id: r for r in requests}
@@ -442,7 +521,9 @@ class BatchClient:
         started, shown, first = time.monotonic(), "", True
         until = None if wait_s is None else started + wait_s
         while True:
-            active = [e for e in state["batches"] if e["endpoint"] == host and e.get("batch_id") and not e.get("ingested")]
+            active = [
+                e for e in state["batches"] if e["endpoint"] == host and e.get("batch_id") and not e.get("ingested")
+            ]
             for entry in active:
                 if not first and until is not None and time.monotonic() >= until:
                     break
@@ -462,9 +543,13 @@ class BatchClient:
             if until is not None and time.monotonic() >= until:
                 run.waiting = [e["batch_id"] for e in active]
                 return
-            time.sleep(self.settings.poll_s if until is None else max(0.0, min(self.settings.poll_s, until - time.monotonic())))
+            time.sleep(
+                self.settings.poll_s if until is None else max(0.0, min(self.settings.poll_s, until - time.monotonic()))
+            )
 
-    def _poll(self, entry: dict[str, Any], by_id: Mapping[str, BatchRequest], run: BatchRun, until: float | None) -> str:
+    def _poll(
+        self, entry: dict[str, Any], by_id: Mapping[str, BatchRequest], run: BatchRun, until: float | None
+    ) -> str:
         """Poll one batch and ingest it when final: "polled", "ingested", "waiting" or "unreachable"."""
         deadline, _ = self._within(self.settings.timeout, until)
         try:
@@ -475,13 +560,20 @@ class BatchClient:
         except Exception as exc:  # classified: a named outcome, never a traceback
             transient, why = classified(exc)
             if transient:
-                note = (f"judge batch {entry['batch_id']}: could not poll it at {self.endpoint.display} ({why}); it is kept "
-                        "in judge_batches.json: run the same command again")
+                note = (
+                    f"judge batch {entry['batch_id']}: could not poll it at {self.endpoint.display} ({why}); it is kept "
+                    "in judge_batches.json: run the same command again"
+                )
                 self.log(note)
                 run.notes.append(note)
                 return "unreachable"
-            self._close(entry, f"could not be polled at {self.endpoint.display} ({why}): forgotten (a batch of another key "
-                               "or account, or gone); its requests are submitted again by the next score --batch", by_id, run)
+            self._close(
+                entry,
+                f"could not be polled at {self.endpoint.display} ({why}): forgotten (a batch of another key "
+                "or account, or gone); its requests are submitted again by the next score --batch",
+                by_id,
+                run,
+            )
             self.log(f"judge batch {entry['batch_id']}: {entry['outcome']}")
             return "ingested"
         entry["status"], entry["done_requests"] = status, done
@@ -498,7 +590,9 @@ class BatchClient:
         limit, buf, over, number = self.settings.max_line_bytes, bytearray(), False, 0
         began = time.monotonic()
         try:
-            with self._api(deadline, self.settings.max_output_bytes).files.with_streaming_response.content(file_id) as response:
+            with self._api(deadline, self.settings.max_output_bytes).files.with_streaming_response.content(
+                file_id
+            ) as response:
                 for chunk in response.iter_bytes(65536):
                     start = 0
                     while True:
@@ -515,7 +609,9 @@ class BatchClient:
                         yield number, None if over else bytes(buf)
                         buf.clear()
                         over, start = False, cut + 1
-                if time.monotonic() - began >= deadline:  # a body without a length, cut at the deadline, ends like a whole one
+                if (
+                    time.monotonic() - began >= deadline
+                ):  # a body without a length, cut at the deadline, ends like a whole one
                     raise DeadlinePassed(deadline, 0, self.endpoint.display)
                 if buf or over:
                     yield number + 1, None if over else bytes(buf)
@@ -524,8 +620,9 @@ class BatchClient:
                 raise _OutOfWait from None
             raise
 
-    def _ingest(self, entry: dict[str, Any], batch: Any, by_id: Mapping[str, BatchRequest], run: BatchRun,
-                until: float | None) -> str:
+    def _ingest(
+        self, entry: dict[str, Any], batch: Any, by_id: Mapping[str, BatchRequest], run: BatchRun, until: float | None
+    ) -> str:
         ids = entry_ids(entry)
         answers: dict[str, Answer] = {}
         conflicting: set[str] = set()
@@ -552,17 +649,27 @@ class BatchClient:
             except Exception as exc:  # classified: a named outcome, never a traceback
                 transient, why = classified(exc)
                 if transient and "deadline" not in why:
-                    run.notes.append(f"judge batch {entry['batch_id']}: could not download its {attr.replace('_', ' ')} "
-                                     f"({why}); it is kept: run the same command again")
+                    run.notes.append(
+                        f"judge batch {entry['batch_id']}: could not download its {attr.replace('_', ' ')} "
+                        f"({why}); it is kept: run the same command again"
+                    )
                     self.log(run.notes[-1])
                     return "unreachable"
-                fix = (f"raise {ENV_DOWNLOAD_DEADLINE}" if transient else
-                       f"raise {ENV_MAX_OUTPUT_BYTES}" if "cap" in why else "check the endpoint")
-                problem = (f"its {attr.replace('_', ' ')} could not be read whole ({why}); the verdicts read before are "
-                           f"kept, its other requests are submitted again by the next score --batch ({fix} to read it all)")
+                fix = (
+                    f"raise {ENV_DOWNLOAD_DEADLINE}"
+                    if transient
+                    else f"raise {ENV_MAX_OUTPUT_BYTES}"
+                    if "cap" in why
+                    else "check the endpoint"
+                )
+                problem = (
+                    f"its {attr.replace('_', ' ')} could not be read whole ({why}); the verdicts read before are "
+                    f"kept, its other requests are submitted again by the next score --batch ({fix} to read it all)"
+                )
                 break
         relabelled = sum(1 for a in answers.values() if a.relabelled)
         verdicts = failed = 0
+        stored: list[dict[str, Any]] = []
         for cid, answer in answers.items():
             request = by_id[cid]
             judge = self._judge(request)
@@ -571,22 +678,48 @@ class BatchClient:
                 failed += 1
                 continue
             tin, tout, cached = answer.tokens
-            run.accounting.bump(judge, request.model, batch_calls=1 if answer.answered else 0, tokens_in=tin,
-                                tokens_out=tout, cached_tokens=cached, batch_tokens_in=tin, batch_cached_tokens=cached,
-                                batch_tokens_out=tout)
-            why = ("the batch returned conflicting lines for this request: a judge error, nothing cached" if cid in conflicting
-                   else f"not trusted: batch {entry['batch_id']} returned {relabelled} line(s) that answer other requests"
-                   if relabelled and answer.verdict is not None else None if answer.verdict is not None else answer.why)
+            run.accounting.bump(
+                judge,
+                request.model,
+                batch_calls=1 if answer.answered else 0,
+                tokens_in=tin,
+                tokens_out=tout,
+                cached_tokens=cached,
+                batch_tokens_in=tin,
+                batch_cached_tokens=cached,
+                batch_tokens_out=tout,
+            )
+            why = (
+                "the batch returned conflicting lines for this request: a judge error, nothing cached"
+                if cid in conflicting
+                else f"not trusted: batch {entry['batch_id']} returned {relabelled} line(s) that answer other requests"
+                if relabelled and answer.verdict is not None
+                else None
+                if answer.verdict is not None
+                else answer.why
+            )
             if why is not None:
                 run.failures[cid] = why
                 run.accounting.bump(judge, request.model, batch_failed=1)
                 failed += 1
                 continue
             detail = {k: self.redact(v) for k, v in answer.verdict.detail.items()}
-            self.cache.put(request.key, judge=request.judge, version=request.version, model=request.model,
-                           endpoint=request.endpoint, score=answer.verdict.score, detail=detail, reply=answer.why,
-                           tokens_in=tin, tokens_out=tout)
+            stored.append(
+                dict(
+                    key=request.key,
+                    judge=request.judge,
+                    version=request.version,
+                    model=request.model,
+                    endpoint=request.endpoint,
+                    score=answer.verdict.score,
+                    detail=detail,
+                    reply=answer.why,
+                    tokens_in=tin,
+                    tokens_out=tout,
+                )
+            )
             verdicts += 1
+        self.cache.put_many(stored)  # the batch's verdicts in one transaction (was one per verdict)
         status = entry["status"]
         unanswered = [cid for cid in ids if cid not in answers and cid in by_id]
         for cid in unanswered:
@@ -596,15 +729,21 @@ class BatchClient:
             if judge is not None:
                 run.accounting.bump(judge, request.model, batch_failed=1)
         data = getattr(getattr(batch, "errors", None), "data", None)
-        errors = [self.redact(f"{str(getattr(e, 'code', ''))[:60]}: {str(getattr(e, 'message', ''))[:200]}")[:300]
-                  for e in (data if isinstance(data, list) else [])[:5]]
+        errors = [
+            self.redact(f"{str(getattr(e, 'code', ''))[:60]}: {str(getattr(e, 'message', ''))[:200]}")[:300]
+            for e in (data if isinstance(data, list) else [])[:5]
+        ]
         outcome = OUTCOMES.get(status, status)
         if relabelled:
-            outcome = (f"not trusted: {relabelled} line(s) answer other requests (their verdict tags carry another item's "
-                       "nonce), so none of its verdicts were kept; check the endpoint")
+            outcome = (
+                f"not trusted: {relabelled} line(s) answer other requests (their verdict tags carry another item's "
+                "nonce), so none of its verdicts were kept; check the endpoint"
+            )
         if problem:
             outcome = f"failed: {problem}"
-        entry.update(ingested=True, outcome=outcome, verdicts=verdicts, failed=failed + len(unanswered), errors=errors, **counts)
+        entry.update(
+            ingested=True, outcome=outcome, verdicts=verdicts, failed=failed + len(unanswered), errors=errors, **counts
+        )
         run.conflicting += len(conflicting)
         run.relabelled += relabelled
         for name, value in counts.items():
@@ -613,9 +752,19 @@ class BatchClient:
         run.verdicts += verdicts
         return "ingested"
 
-    def _take(self, entry: dict[str, Any], attr: str, number: int, raw: bytes | None, ids: set[str],
-              by_id: Mapping[str, BatchRequest], answers: dict[str, Answer], conflicting: set[str],
-              counts: dict[str, int], others: Callable[[], set[str]]) -> None:
+    def _take(
+        self,
+        entry: dict[str, Any],
+        attr: str,
+        number: int,
+        raw: bytes | None,
+        ids: set[str],
+        by_id: Mapping[str, BatchRequest],
+        answers: dict[str, Answer],
+        conflicting: set[str],
+        counts: dict[str, int],
+        others: Callable[[], set[str]],
+    ) -> None:
         """Read one output line into ``answers`` (the first line of each request; a later one that disagrees
         makes the request conflicting)."""
         where = f"judge batch {entry['batch_id']}: {attr.replace('_', ' ')} line {number}"
@@ -638,8 +787,11 @@ class BatchClient:
         if request is None:  # this batch's, but its verdict is no longer pending here (another score stored it)
             return
         judge = self._judge(request)
-        answer = (line_verdict(line, request, judge, self.redact, self.settings.max_reply_bytes, others) if judge is not None
-                  else Answer(None, "judge not available", (0, 0, 0), line.status is not None))
+        answer = (
+            line_verdict(line, request, judge, self.redact, self.settings.max_reply_bytes, others)
+            if judge is not None
+            else Answer(None, "judge not available", (0, 0, 0), line.status is not None)
+        )
         first = answers.get(line.custom_id)
         if first is None:
             answers[line.custom_id] = answer

@@ -52,9 +52,14 @@ class BatchRequest:
 
     def judge_item(self) -> JudgeItem:
         points = self.item.get("scoring_points")
-        return JudgeItem(question=self.item.get("question", ""), prediction=self.item.get("prediction", ""),
-                         reference=self.item.get("reference", ""), scoring_points=None if points is None else tuple(points),
-                         extra=dict(self.item.get("extra") or {}), item_id=self.item.get("item_id"))
+        return JudgeItem(
+            question=self.item.get("question", ""),
+            prediction=self.item.get("prediction", ""),
+            reference=self.item.get("reference", ""),
+            scoring_points=None if points is None else tuple(points),
+            extra=dict(self.item.get("extra") or {}),
+            item_id=self.item.get("item_id"),
+        )
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True, default=str)
@@ -80,9 +85,14 @@ def is_custom_id(value: Any) -> bool:
 
 
 def item_fields(item: JudgeItem) -> dict[str, Any]:
-    return {"question": item.question, "prediction": item.prediction, "reference": item.reference,
-            "scoring_points": None if item.scoring_points is None else list(item.scoring_points),
-            "extra": dict(item.extra), "item_id": item.item_id}
+    return {
+        "question": item.question,
+        "prediction": item.prediction,
+        "reference": item.reference,
+        "scoring_points": None if item.scoring_points is None else list(item.scoring_points),
+        "extra": dict(item.extra),
+        "item_id": item.item_id,
+    }
 
 
 def request_line(request: BatchRequest) -> bytes:
@@ -138,10 +148,14 @@ def read_output_line(text: str | bytes) -> OutputLine:
         body = response.get("body")
         if status == 200 and isinstance(body, dict):
             return OutputLine(cid, 200, body, "")
-        message = body["error"].get("message") if isinstance(body, dict) and isinstance(body.get("error"), dict) else None
+        message = (
+            body["error"].get("message") if isinstance(body, dict) and isinstance(body.get("error"), dict) else None
+        )
         return OutputLine(cid, status, None, f"HTTP {status}: {str(message or 'no usable body')[:200]}")
     if isinstance(error, dict):
-        return OutputLine(cid, None, None, f"{str(error.get('code') or 'error')[:60]}: {str(error.get('message') or '')[:200]}")
+        return OutputLine(
+            cid, None, None, f"{str(error.get('code') or 'error')[:60]}: {str(error.get('message') or '')[:200]}"
+        )
     return OutputLine(cid, None, None, "no response and no error in the line")
 
 

@@ -22,9 +22,23 @@ DEFAULT_MAX_STATE_BYTES = 64 * 2**20  # about 1.3 million recorded requests
 _MAC_DOMAIN = b"lmms-eval-plugins judge_batches.json entry v2\n"  # never the same bytes as a cache row's MAC
 # the fields of a state entry and their types (a signed entry has them by construction; checked anyway)
 _ENTRY_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "endpoint": str, "ids": str, "lines": int, "bytes": int, "status": str, "recorded_at": str, "file_id": str,
-    "batch_id": str, "ingested": bool, "outcome": str, "verdicts": int, "failed": int, "errors": list,
-    "done_requests": int, "unknown_lines": int, "duplicate_lines": int, "mac": str,
+    "endpoint": str,
+    "ids": str,
+    "lines": int,
+    "bytes": int,
+    "status": str,
+    "recorded_at": str,
+    "file_id": str,
+    "batch_id": str,
+    "ingested": bool,
+    "outcome": str,
+    "verdicts": int,
+    "failed": int,
+    "errors": list,
+    "done_requests": int,
+    "unknown_lines": int,
+    "duplicate_lines": int,
+    "mac": str,
 }
 
 
@@ -34,12 +48,12 @@ class BatchStateError(ValueError):
 
 def ids_text(custom_ids: Iterable[str]) -> str:
     """The custom_ids of a batch as stored: their hex digits, concatenated (no list of strings to parse)."""
-    return "".join(cid[len(ID_PREFIX):] for cid in custom_ids)
+    return "".join(cid[len(ID_PREFIX) :] for cid in custom_ids)
 
 
 def entry_id_list(entry: Mapping[str, Any]) -> list[str]:
     text = entry["ids"]
-    return [ID_PREFIX + text[i:i + ID_HEX] for i in range(0, len(text), ID_HEX)]
+    return [ID_PREFIX + text[i : i + ID_HEX] for i in range(0, len(text), ID_HEX)]
 
 
 def entry_ids(entry: Mapping[str, Any]) -> set[str]:
@@ -75,12 +89,19 @@ def entry_problem(secret: bytes, entry: Any) -> str | None:
         if name in entry and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
             return f"field {name!r} is not a {getattr(kind, '__name__', kind)}"
     ids = entry.get("ids")
-    if not isinstance(entry.get("endpoint"), str) or not isinstance(ids, str) or len(ids) % ID_HEX or ids.strip("0123456789abcdef"):
+    if (
+        not isinstance(entry.get("endpoint"), str)
+        or not isinstance(ids, str)
+        or len(ids) % ID_HEX
+        or ids.strip("0123456789abcdef")
+    ):
         return "it lacks its endpoint or custom_ids"
     return None
 
 
-def check_state(path: Path, secret: bytes, max_bytes: int = DEFAULT_MAX_STATE_BYTES) -> tuple[dict[str, Any], str | None]:
+def check_state(
+    path: Path, secret: bytes, max_bytes: int = DEFAULT_MAX_STATE_BYTES
+) -> tuple[dict[str, Any], str | None]:
     """(the state to use: the verified entries only; why the file is not trusted as it is, None when it is)."""
     from lmms_eval_plugins.data import parse_json
     from lmms_eval_plugins.safe_files import read_stored
@@ -105,8 +126,10 @@ def check_state(path: Path, secret: bytes, max_bytes: int = DEFAULT_MAX_STATE_BY
     if not isinstance(data, dict) or not isinstance(data.get("batches"), list):
         return empty, "is not a batch record"
     if data.get("version") != STATE_VERSION:
-        return empty, (f"is a version-{str(data.get('version'))[:20]} batch record (written by an older version of the "
-                       "plugin, unsigned)")
+        return empty, (
+            f"is a version-{str(data.get('version'))[:20]} batch record (written by an older version of the "
+            "plugin, unsigned)"
+        )
     kept, refused = [], []
     for i, entry in enumerate(data["batches"]):
         problem = entry_problem(secret, entry)
@@ -116,7 +139,10 @@ def check_state(path: Path, secret: bytes, max_bytes: int = DEFAULT_MAX_STATE_BY
             refused.append(f"batches[{i}] {problem}")
     state = {"version": STATE_VERSION, "batches": kept}
     if refused:
-        return state, f"has {len(refused)} of {len(data['batches'])} batch(es) this user did not record here ({refused[0]})"
+        return (
+            state,
+            f"has {len(refused)} of {len(data['batches'])} batch(es) this user did not record here ({refused[0]})",
+        )
     return state, None
 
 
@@ -127,7 +153,9 @@ def read_state(path: Path, secret: bytes | None = None, max_bytes: int = DEFAULT
 
     state, problem = check_state(Path(path), load_secret() if secret is None else secret, max_bytes)
     if problem is not None:
-        raise BatchStateError(f"{path} {problem}; delete it (or let score --batch set it aside) to plan its requests afresh")
+        raise BatchStateError(
+            f"{path} {problem}; delete it (or let score --batch set it aside) to plan its requests afresh"
+        )
     return state
 
 
@@ -159,4 +187,6 @@ def set_aside(path: Path) -> Path:
 
 def covered_ids(state: Mapping[str, Any], endpoint: str) -> set[str]:
     """custom_ids carried by this endpoint's batches that may still return verdicts (not yet ingested)."""
-    return {cid for e in state["batches"] if e["endpoint"] == endpoint and not e.get("ingested") for cid in entry_id_list(e)}
+    return {
+        cid for e in state["batches"] if e["endpoint"] == endpoint and not e.get("ingested") for cid in entry_id_list(e)
+    }

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import hmac
+import contextlib
 import json
 import math
 import os
@@ -152,7 +153,9 @@ def _check_secret_file(path: Path) -> tuple[bytes, os.stat_result]:
             "to make a new one (the cached verdicts are then asked again)"
         ) from None
     if len(secret) < 16:
-        raise CacheSecretError(f"the judge cache secret {path} holds {len(secret)} bytes, fewer than 16; delete it to make a new one")
+        raise CacheSecretError(
+            f"the judge cache secret {path} holds {len(secret)} bytes, fewer than 16; delete it to make a new one"
+        )
     return secret, st
 
 
@@ -173,7 +176,9 @@ def _read_secret(path: Path, *, own: bool = True) -> bytes:
     try:
         write_atomic(path, secrets.token_hex(32) + "\n", mode=0o600, encoding="ascii")
     except OSError as exc:
-        raise CacheSecretError(f"the judge cache secret {path} is readable by other users and could not be replaced ({exc})") from None
+        raise CacheSecretError(
+            f"the judge cache secret {path} is readable by other users and could not be replaced ({exc})"
+        ) from None
     logger.warning(
         f"judge cache secret {path} was readable by other users (mode {stat.S_IMODE(st.st_mode):04o}), so anyone could "
         "have forged cache rows with it: made a new secret (mode 0600); the verdicts signed under the old one are asked again"
@@ -213,8 +218,10 @@ def mac_problem(secret: bytes, raw: Mapping[str, Any]) -> str | None:
     except (TypeError, ValueError):
         return "its columns cannot be signed"
     if not hmac.compare_digest(mac, expected):
-        return ("its HMAC does not match its content (edited by hand, or copied from a cache signed with another "
-                "secret: use `lmms-eval-plugins judge-cache merge`)")
+        return (
+            "its HMAC does not match its content (edited by hand, or copied from a cache signed with another "
+            "secret: use `lmms-eval-plugins judge-cache merge`)"
+        )
     return None
 
 
@@ -262,7 +269,9 @@ def validate_row(raw: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def cached_verdict_problem(judge: Judge, item: JudgeItem, row: Mapping[str, Any], *, model: str, endpoint: str) -> str | None:
+def cached_verdict_problem(
+    judge: Judge, item: JudgeItem, row: Mapping[str, Any], *, model: str, endpoint: str
+) -> str | None:
     """Why the validated row ``row`` (from :meth:`VerdictCache.get_many`) cannot stand as ``judge``'s
     verdict on ``item`` for this request, or None when it can.
 
@@ -271,7 +280,12 @@ def cached_verdict_problem(judge: Judge, item: JudgeItem, row: Mapping[str, Any]
     stored reply must still parse, with the judge's current parser, to the same score (and the same
     per-point lists for a rubric judge), so a verdict read by an older, more lenient parser is
     re-judged rather than trusted."""
-    expected = (("judge", judge.name), ("version", judge.version), ("model", model), ("endpoint", sanitise_endpoint(endpoint)))
+    expected = (
+        ("judge", judge.name),
+        ("version", judge.version),
+        ("model", model),
+        ("endpoint", sanitise_endpoint(endpoint)),
+    )
     for field, want in expected:
         if row.get(field) != want:
             return f"{field} is {row.get(field)!r}, not {want!r}"
@@ -406,7 +420,9 @@ class VerdictCache:
         try:
             move_into_place(self.path, aside)
         except OSError as move_exc:
-            raise CorruptCacheError(f"the judge cache {self.path} is damaged ({exc}) and could not be moved aside ({move_exc})") from exc
+            raise CorruptCacheError(
+                f"the judge cache {self.path} is damaged ({exc}) and could not be moved aside ({move_exc})"
+            ) from exc
         for suffix in ("-wal", "-shm"):
             try:
                 move_into_place(f"{self.path}{suffix}", f"{aside}{suffix}")
@@ -555,32 +571,70 @@ class VerdictCache:
         tokens_in: int = 0,
         tokens_out: int = 0,
     ) -> None:
-        values = (
-            key,
-            judge,
-            version,
-            model,
-            sanitise_endpoint(endpoint),
-            float(score),
-            json.dumps(dict(detail), sort_keys=True, ensure_ascii=False),
-            reply,
-            int(tokens_in),
-            int(tokens_out),
+        """Store one verdict, durable once it returns (its own transaction)."""
+        self.put_many(
+            [
+                dict(
+                    key=key,
+                    judge=judge,
+                    version=version,
+                    model=model,
+                    endpoint=endpoint,
+                    score=score,
+                    detail=detail,
+                    reply=reply,
+                    tokens_in=tokens_in,
+                    tokens_out=tokens_out,
+                )
+            ]
         )
-        mac = row_mac(self.secret, dict(zip(_COLUMNS, values)))
-        row = (*values, time.time(), mac)
+
+    def put_many(self, verdicts: Iterable[Mapping[str, Any]]) -> None:
+        """Store verdicts (each a mapping of :meth:`put`'s arguments) in one transaction: all or none, one
+        commit for a whole batch's output (a batch ingest wrote one transaction per verdict: issue 40)."""
+        rows = []
+        for v in verdicts:
+            values = (
+                v["key"],
+                v["judge"],
+                v["version"],
+                v["model"],
+                sanitise_endpoint(v["endpoint"]),
+                float(v["score"]),
+                json.dumps(dict(v["detail"]), sort_keys=True, ensure_ascii=False),
+                v["reply"],
+                int(v.get("tokens_in", 0)),
+                int(v.get("tokens_out", 0)),
+            )
+            rows.append((*values, time.time(), row_mac(self.secret, dict(zip(_COLUMNS, values)))))
+        if not rows:
+            return
         with self._lock:
             if self.bypassed is not None:
                 return
             insert = f"INSERT OR REPLACE INTO verdicts ({', '.join(_COLUMNS)}, created, mac) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+
+            def write() -> None:
+                conn = self._connect()
+                if len(rows) == 1:  # autocommit mode: the statement is its own transaction
+                    conn.execute(insert, rows[0])
+                    return
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.executemany(insert, rows)
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+
             try:
-                # autocommit mode: each statement is its own transaction, durable once it returns
-                self._connect().execute(insert, row)
+                write()
             except sqlite3.DatabaseError as exc:
                 if not _is_corrupt(exc):
                     raise
                 if self._recover(exc):
-                    self._connect().execute(insert, row)
+                    write()
 
 
 # ---- merging caches from other machines --------------------------------------------------------
@@ -618,9 +672,12 @@ def _open_merge_source(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA trusted_schema=OFF")
         conn.execute("PRAGMA query_only=ON")
         objects = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
-        odd = [f"{kind} {name!r}" for kind, name, table, sql in objects
-               if not (kind == "table" and not str(sql or "").lstrip().upper().startswith("CREATE VIRTUAL"))
-               and not (kind == "index" and sql is None)]  # an index SQLite made for a UNIQUE / PRIMARY KEY
+        odd = [
+            f"{kind} {name!r}"
+            for kind, name, table, sql in objects
+            if not (kind == "table" and not str(sql or "").lstrip().upper().startswith("CREATE VIRTUAL"))
+            and not (kind == "index" and sql is None)
+        ]  # an index SQLite made for a UNIQUE / PRIMARY KEY
         if odd:
             raise CorruptCacheError(
                 f"{path} is not a plain judge cache: it holds {', '.join(odd[:5])}{' ...' if len(odd) > 5 else ''} "
@@ -636,7 +693,9 @@ def _open_merge_source(path: Path) -> sqlite3.Connection:
             )
         missing = [c for c in (*_COLUMNS, "mac") if c not in {str(col[1]) for col in columns}]
         if missing:
-            raise CorruptCacheError(f"{path} is not a signed judge cache (its verdicts table lacks {', '.join(missing)})")
+            raise CorruptCacheError(
+                f"{path} is not a signed judge cache (its verdicts table lacks {', '.join(missing)})"
+            )
     except BaseException:
         conn.close()
         raise
@@ -670,8 +729,11 @@ def merge_cache(source: str | os.PathLike[str], into: VerdictCache, source_secre
     return counts
 
 
-def _merge_batch(batch: Sequence[Sequence[Any]], into: VerdictCache, source_secret: bytes, counts: dict[str, int]) -> None:
+def _merge_batch(
+    batch: Sequence[Sequence[Any]], into: VerdictCache, source_secret: bytes, counts: dict[str, int]
+) -> None:
     existing = set(into.get_many((row[0] for row in batch), rejected={}))  # valid, signed rows of the destination
+    fresh: list[dict[str, Any]] = []
     for values in batch:
         raw = dict(zip((*_COLUMNS, "mac"), values))
         try:
@@ -685,12 +747,23 @@ def _merge_batch(batch: Sequence[Sequence[Any]], into: VerdictCache, source_secr
         if raw["key"] in existing:
             counts["present"] += 1
             continue
-        into.put(
-            raw["key"], judge=row["judge"], version=row["version"], model=row["model"], endpoint=row["endpoint"],
-            score=row["score"], detail=row["detail"], reply=row["reply"], tokens_in=row["tokens_in"], tokens_out=row["tokens_out"],
+        fresh.append(
+            dict(
+                key=raw["key"],
+                judge=row["judge"],
+                version=row["version"],
+                model=row["model"],
+                endpoint=row["endpoint"],
+                score=row["score"],
+                detail=row["detail"],
+                reply=row["reply"],
+                tokens_in=row["tokens_in"],
+                tokens_out=row["tokens_out"],
+            )
         )
         existing.add(raw["key"])
         counts["merged"] += 1
+    into.put_many(fresh)  # one transaction per block of rows
 
 
 def cli_main(argv: Sequence[str] | None = None) -> int:
@@ -703,9 +776,12 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     merge = sub.add_parser("merge", help="copy verified rows of another cache into this one")
     merge.add_argument("source", help="the other cache file (judge_cache.sqlite3 copied from the other machine)")
-    merge.add_argument("--into", default=None, help=f"the cache to merge into (default: ${ENV_CACHE} or {DEFAULT_CACHE})")
     merge.add_argument(
-        "--secret", default=None,
+        "--into", default=None, help=f"the cache to merge into (default: ${ENV_CACHE} or {DEFAULT_CACHE})"
+    )
+    merge.add_argument(
+        "--secret",
+        default=None,
         help="the secret file of the machine that wrote SOURCE (its ~/.cache/lmms_eval_plugins/judge_cache.secret); "
         "default: this user's, for machines that share it",
     )
@@ -722,7 +798,11 @@ def cli_main(argv: Sequence[str] | None = None) -> int:
     print(
         f"merged {counts['merged']} verdict(s) from {args.source} into {into.path}; {counts['present']} already present; "
         f"dropped {counts['bad_mac']} whose HMAC does not match under the source's secret and {counts['invalid']} invalid"
-        + (f"; dropped {counts['oversized']} with a column over the size cap (reply/detail over twice "
-           f"{ENV_MAX_REPLY_BYTES}, other columns over {_SHORT_COLUMN_BYTES} bytes)" if counts["oversized"] else "")
+        + (
+            f"; dropped {counts['oversized']} with a column over the size cap (reply/detail over twice "
+            f"{ENV_MAX_REPLY_BYTES}, other columns over {_SHORT_COLUMN_BYTES} bytes)"
+            if counts["oversized"]
+            else ""
+        )
     )
     return 0

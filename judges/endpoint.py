@@ -29,7 +29,6 @@ def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
     return os.environ if env is None else env
 
 
-
 # ---- endpoint ----------------------------------------------------------------------------------
 
 

@@ -112,11 +112,15 @@ class JudgeFilter(Filter):
         **unknown: Any,
     ) -> None:
         if unknown:
-            raise JudgeConfigError(f"JudgeFilter: unknown option(s) {sorted(unknown)}; see lmms_eval_plugins.judges.JudgeFilter")
+            raise JudgeConfigError(
+                f"JudgeFilter: unknown option(s) {sorted(unknown)}; see lmms_eval_plugins.judges.JudgeFilter"
+            )
         if not judge:
             raise JudgeConfigError("JudgeFilter needs `judge: <name>` (e.g. semantic_match or rubric)")
         if item_fn is not None and not callable(item_fn):
-            raise JudgeConfigError(f"JudgeFilter: item_fn must be callable (use !function utils.judge_item), got {item_fn!r}")
+            raise JudgeConfigError(
+                f"JudgeFilter: item_fn must be callable (use !function utils.judge_item), got {item_fn!r}"
+            )
         self.requested = judge
         self.item_fn: ItemFn = item_fn or default_item_fn
         self.judge_all = bool(judge_all)
@@ -133,8 +137,14 @@ class JudgeFilter(Filter):
             if not judging_deferred():  # a --predict_only run needs no endpoint: nothing to warn about
                 announce_unavailable(judge, self.unavailable)  # said once per run, however often filters are built
 
-    def _configure(self, judge: str, default_model: str | None, sampling: Mapping[str, Any] | None,
-                   concurrency: int | None, cache_path: str | None) -> None:
+    def _configure(
+        self,
+        judge: str,
+        default_model: str | None,
+        sampling: Mapping[str, Any] | None,
+        concurrency: int | None,
+        cache_path: str | None,
+    ) -> None:
         self.offline = offline_selected()
         self.judge_name = resolve_judge_name(judge, offline=self.offline)
         factory = load_judge_class(self.judge_name)
@@ -164,7 +174,9 @@ class JudgeFilter(Filter):
                 raise JudgeConfigError(f"{exc}. Set LMMS_EVAL_PLUGINS_JUDGE_CACHE to a writable file path.") from exc
             # where the judge traffic goes: once per run per judge, model and endpoint, before inference
             announce_judge(self.judge.name, self.judge.version, self.model, self.endpoint)
-            logger.debug(f"judge: {self.judge_name} cache {runtime.cache_path}; concurrency {self.settings.concurrency}")
+            logger.debug(
+                f"judge: {self.judge_name} cache {runtime.cache_path}; concurrency {self.settings.concurrency}"
+            )
 
     # lmms-eval calls this once per task with all responses
     @property
@@ -210,8 +222,12 @@ class JudgeFilter(Filter):
         if not_judging:
             # Unscored, not judged: no call, no accounting; what item_fn found nothing to judge stays skipped.
             name, version = (self.judge.name, self.judge.version) if hasattr(self, "judge") else (self.requested, "?")
-            outcomes = [JudgeOutcome(name, version, self.model, skipped=True) if items[i] is None
-                        else JudgeOutcome(name, version, self.model, error=not_judging) for i in live]
+            outcomes = [
+                JudgeOutcome(name, version, self.model, skipped=True)
+                if items[i] is None
+                else JudgeOutcome(name, version, self.model, error=not_judging)
+                for i in live
+            ]
             why = "judge not available (said above)" if self.unavailable and not judging_deferred() else not_judging
             logger.warning(f"judge {name}: {why}; {sum(o.error is not None for o in outcomes)} responses left unscored")
         else:
@@ -237,7 +253,9 @@ class JudgeFilter(Filter):
         if n_err and by_slot:
             rate = n_err / max(1, sum(1 for o in by_slot.values() if not o.skipped))
             log = logger.error if rate > self.max_error_rate else logger.warning
-            log(f"judge {self.judge.name}: {n_err} judge error(s) in {len(by_slot)} responses ({rate:.1%}); threshold {self.max_error_rate:.1%}")
+            log(
+                f"judge {self.judge.name}: {n_err} judge error(s) in {len(by_slot)} responses ({rate:.1%}); threshold {self.max_error_rate:.1%}"
+            )
         return out
 
 
@@ -264,7 +282,11 @@ def _aligned_docs(resps: Sequence[Any], docs: Any, instances: Any) -> list[Any]:
     if docs is None:
         return [None] * n
     try:
-        if instances is not None and len(instances) == n and all(isinstance(getattr(x, "doc_id", None), int) for x in instances):
+        if (
+            instances is not None
+            and len(instances) == n
+            and all(isinstance(getattr(x, "doc_id", None), int) for x in instances)
+        ):
             if all(0 <= x.doc_id < len(docs) for x in instances):
                 return [docs[x.doc_id] for x in instances]
     except Exception:  # pragma: no cover - defensive
@@ -291,7 +313,9 @@ def judged_parts(filtered_result: Any) -> tuple[str, JudgeOutcome]:
         return str(value.get("text", "")), JudgeOutcome.of(value)
     text = value if isinstance(value, str) else ""
     return text, JudgeOutcome(
-        name="?", version="?", model=None,
+        name="?",
+        version="?",
+        model=None,
         error="response was not judged: the task's filter_list does not run JudgeFilter",
     )
 
@@ -364,7 +388,9 @@ def check_error_rate(n_errors: int, n_total: int, threshold: float | None = None
     return rate
 
 
-def aggregate_judged(outcomes: Iterable[Any], *, metric: str = "", threshold: float | None = None, skipped_value: float = 0.0) -> float | None:
+def aggregate_judged(
+    outcomes: Iterable[Any], *, metric: str = "", threshold: float | None = None, skipped_value: float = 0.0
+) -> float | None:
     """``judged_mean`` + a log line: the value (percent) for an aggregation.
 
     ``None`` (JSON null: unscored, finished later by ``lmms-eval-plugins score``) when any sample has no
@@ -375,11 +401,18 @@ def aggregate_judged(outcomes: Iterable[Any], *, metric: str = "", threshold: fl
     if score.n_without_verdict:
         limit = max_error_rate_from_env() if threshold is None else threshold
         log = logger.error if score.error_rate > limit else logger.warning
-        why = ", ".join(part for count, part in ((score.n_errors, f"{score.n_errors} judge errors"),
-                                                 (score.n_not_judged, f"{score.n_not_judged} not judged (no judge in this run)"))
-                        if count)
-        log(f"{metric or 'judged metric'}: {score.n_without_verdict} of {score.n_total} samples have no verdict "
-            f"({why}); the metric is null (unscored) until `lmms-eval-plugins score OUTPUT_PATH` judges them")
+        why = ", ".join(
+            part
+            for count, part in (
+                (score.n_errors, f"{score.n_errors} judge errors"),
+                (score.n_not_judged, f"{score.n_not_judged} not judged (no judge in this run)"),
+            )
+            if count
+        )
+        log(
+            f"{metric or 'judged metric'}: {score.n_without_verdict} of {score.n_total} samples have no verdict "
+            f"({why}); the metric is null (unscored) until `lmms-eval-plugins score OUTPUT_PATH` judges them"
+        )
         return None
     logger.info(
         f"{metric or 'judged metric'}: {score.value_percent:.2f} over {score.n_judged} samples "

@@ -81,8 +81,10 @@ def offline_selected(env: dict[str, str] | None = None) -> bool:
         return True
     if value in available_judges():
         return False
-    raise JudgeConfigError(f"{ENV_JUDGE}={value!r} is not understood; use {ENV_JUDGE}=offline, a registered judge "
-                           f"({', '.join(available_judges())}), or unset it to use each task's LLM judge")
+    raise JudgeConfigError(
+        f"{ENV_JUDGE}={value!r} is not understood; use {ENV_JUDGE}=offline, a registered judge "
+        f"({', '.join(available_judges())}), or unset it to use each task's LLM judge"
+    )
 
 
 def resolve_judge_name(name: str, *, offline: bool | None = None, env: dict[str, str] | None = None) -> str:
@@ -143,11 +145,15 @@ def declared_prompt(judge: str) -> str:
     if len(set(prompts.values())) == 1:
         return next(iter(prompts.values()))
     if not prompts:
-        raise JudgeConfigError(f"no installed benchmark declares the instructions of the judge {judge!r}; fix: set "
-                               f"judge={judge!r} and judge_prompt=<its system prompt> in the benchmark's Benchmark spec "
-                               "(or reinstall the package)")
-    raise JudgeConfigError(f"the benchmarks {', '.join(sorted(prompts))} declare different instructions for the judge "
-                           f"{judge!r}; fix: register the judge under one name per prompt")
+        raise JudgeConfigError(
+            f"no installed benchmark declares the instructions of the judge {judge!r}; fix: set "
+            f"judge={judge!r} and judge_prompt=<its system prompt> in the benchmark's Benchmark spec "
+            "(or reinstall the package)"
+        )
+    raise JudgeConfigError(
+        f"the benchmarks {', '.join(sorted(prompts))} declare different instructions for the judge "
+        f"{judge!r}; fix: register the judge under one name per prompt"
+    )
 
 
 def load_judge(name: str, **kwargs: Any) -> Judge:

@@ -57,6 +57,8 @@ def cached_tokens(response: Any) -> int:
     """``usage.prompt_tokens_details.cached_tokens`` (input tokens the provider's prefix cache served),
     0 when absent or not believable."""
     usage = response.get("usage") if isinstance(response, dict) else getattr(response, "usage", None)
-    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else getattr(usage, "prompt_tokens_details", None)
+    details = (
+        usage.get("prompt_tokens_details") if isinstance(usage, dict) else getattr(usage, "prompt_tokens_details", None)
+    )
     raw = details.get("cached_tokens") if isinstance(details, dict) else getattr(details, "cached_tokens", None)
     return usage_count(raw) or 0 if raw is not None else 0

@@ -90,7 +90,7 @@ def _first_score_block(reply: str, tag: str = "score") -> str | None:
     if start < 0:
         return None
     end = reply.find(closing, start + len(opening))
-    return None if end < 0 else reply[start + len(opening):end].strip()
+    return None if end < 0 else reply[start + len(opening) : end].strip()
 
 
 def parse_rubric_reply(
@@ -148,7 +148,9 @@ def parse_rubric_reply(
         )
     start, end = opens[0], closes[0]
     if start.group(0) != f"<{tag}>" or end.group(0) != f"</{tag}>" or end.start() < start.end():
-        raise ReplyParseError(f"no {shown} block in the reply (the verdict must be wrapped exactly so: this request's tag, lowercase, in that order)")
+        raise ReplyParseError(
+            f"no {shown} block in the reply (the verdict must be wrapped exactly so: this request's tag, lowercase, in that order)"
+        )
     if judged is not None and quoted_from(text[start.start() : end.end()], judged):
         raise ReplyParseError(f"the {shown} block is quoted from the judged text")
     data = _loads_strict(text[start.end() : end.start()].strip())
@@ -175,8 +177,9 @@ def _mark(value: Any, key: str, index: int) -> Mark:
         if math.isfinite(value):
             return value
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    raise ReplyParseError(f'"{key}"[{index}] is {json.dumps(value)[:40]}: the official scorer cannot add it '
-                          "(only numbers and true/false)")
+    raise ReplyParseError(
+        f'"{key}"[{index}] is {json.dumps(value)[:40]}: the official scorer cannot add it (only numbers and true/false)'
+    )
 
 
 def mark_value(mark: Any) -> float | int:
@@ -206,8 +209,10 @@ def official_lists(data: Any) -> tuple[list[Mark], list[Mark]]:
     coverage, correctness = data["coverage"], data["correctness"]
     if type(coverage) is not list or type(correctness) is not list:
         raise ReplyParseError('"coverage" and "correctness" must be lists (the official scorer joins and adds them)')
-    marks = ([_mark(v, "coverage", i) for i, v in enumerate(coverage)],
-             [_mark(v, "correctness", i) for i, v in enumerate(correctness)])
+    marks = (
+        [_mark(v, "coverage", i) for i, v in enumerate(coverage)],
+        [_mark(v, "correctness", i) for i, v in enumerate(correctness)],
+    )
     try:  # a float next to an int too large for one: OverflowError there as here
         float(official_sum(*marks))
     except OverflowError:
@@ -278,7 +283,9 @@ class RubricJudge(LLMJudge):
     name: ClassVar[str] = "rubric"
     version: ClassVar[str] = "1"
     kind: ClassVar[str] = "rubric"
-    description: ClassVar[str] = "per scoring point coverage and correctness (the scoring prompt its benchmark declares)"
+    description: ClassVar[str] = (
+        "per scoring point coverage and correctness (the scoring prompt its benchmark declares)"
+    )
     # the official scorer's sampling parameters (eval/score_CCQA.py)
     default_sampling: ClassVar[dict[str, Any]] = {"temperature": 0.0, "top_p": 0.95, "max_tokens": 8192}
 
@@ -310,8 +317,9 @@ class RubricJudge(LLMJudge):
     def parse_reply(self, reply: str, item: JudgeItem) -> Verdict:
         # extra {"score_block": "first"}: a task's strict mode reads the reply as the official scorer
         official = reads_officially(item)
-        coverage, correctness = parse_rubric_reply(reply, len(item.scoring_points or ()), first_block=official,
-                                                   tag=self.score_tag(item), judged=item)
+        coverage, correctness = parse_rubric_reply(
+            reply, len(item.scoring_points or ()), first_block=official, tag=self.score_tag(item), judged=item
+        )
         return official_verdict(coverage, correctness) if official else rubric_verdict(coverage, correctness)
 
     def nothing_to_judge(self, item: JudgeItem) -> bool:
@@ -341,7 +349,111 @@ class RubricJudge(LLMJudge):
 # Offline: keyword matching
 
 _STOP = set(
-    ["a", "an", "the", "and", "or", "but", "if", "then", "than", "of", "in", "on", "at", "to", "for", "from", "by", "with", "without", "into", "onto", "over", "under", "is", "are", "was", "were", "be", "been", "being", "do", "does", "did", "done", "has", "have", "had", "having", "it", "its", "this", "that", "these", "those", "there", "here", "which", "who", "whom", "whose", "what", "when", "where", "why", "how", "as", "not", "no", "nor", "so", "such", "very", "can", "could", "should", "would", "will", "shall", "may", "might", "must", "also", "both", "each", "either", "neither", "all", "any", "some", "more", "most", "other", "video", "videos", "person", "people", "they", "them", "their", "he", "she", "his", "her", "him", "we", "our", "you", "your", "i", "me", "my", "one", "two"]
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "then",
+        "than",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "without",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "do",
+        "does",
+        "did",
+        "done",
+        "has",
+        "have",
+        "had",
+        "having",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "what",
+        "when",
+        "where",
+        "why",
+        "how",
+        "as",
+        "not",
+        "no",
+        "nor",
+        "so",
+        "such",
+        "very",
+        "can",
+        "could",
+        "should",
+        "would",
+        "will",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "also",
+        "both",
+        "each",
+        "either",
+        "neither",
+        "all",
+        "any",
+        "some",
+        "more",
+        "most",
+        "other",
+        "video",
+        "videos",
+        "person",
+        "people",
+        "they",
+        "them",
+        "their",
+        "he",
+        "she",
+        "his",
+        "her",
+        "him",
+        "we",
+        "our",
+        "you",
+        "your",
+        "i",
+        "me",
+        "my",
+        "one",
+        "two",
+    ]
 )
 
 

@@ -100,9 +100,9 @@ def _num(env: Mapping[str, str], name: str, default: float | None, kind: type = 
     try:
         return kind(env_number(name, 0, whole=whole, minimum=minimum, env=env))
     except BadSetting as exc:
-        raise JudgeConfigError(f"{exc}: set it to a {'whole ' if whole else ''}number of at least {minimum:g}, "
-                               "or unset it") from None
-
+        raise JudgeConfigError(
+            f"{exc}: set it to a {'whole ' if whole else ''}number of at least {minimum:g}, or unset it"
+        ) from None
 
 
 def sampling_from_env(env: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -201,7 +201,6 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
         return None
 
 
-
 # ---- runtime -----------------------------------------------------------------------------------
 
 
@@ -219,7 +218,6 @@ class _Job:
     item: JudgeItem
     messages: list[dict[str, str]]
     key: str
-
 
 
 class JudgeRuntime:
@@ -289,12 +287,18 @@ class JudgeRuntime:
             if not isinstance(judge, LLMJudge):
                 raise JudgeConfigError(f"judge {judge.name!r} is neither an LLMJudge nor an OfflineJudge")
             if endpoint is None or not model:
-                raise JudgeConfigError(missing_endpoint_message(judge.name) if endpoint is None else "no judge model given")
+                raise JudgeConfigError(
+                    missing_endpoint_message(judge.name) if endpoint is None else "no judge model given"
+                )
             try:
                 messages = judge.build_messages(item)
                 key = verdict_key(
-                    judge=judge.name, version=judge.version, model=model, endpoint=endpoint.base_url,
-                    messages=messages, sampling=judge.sampling,
+                    judge=judge.name,
+                    version=judge.version,
+                    model=model,
+                    endpoint=endpoint.base_url,
+                    messages=messages,
+                    sampling=judge.sampling,
                 )
             except Exception as exc:  # a bug in a judge's prompt building: this sample only
                 done(i, error=f"could not build the judge request: {exc!r}")
@@ -329,20 +333,40 @@ class JudgeRuntime:
                         to_call.append(job)
                     continue
                 outcomes[job.index] = JudgeOutcome(
-                    name=judge.name, version=judge.version, model=model, verdict=row["score"], detail=row["detail"], cached=True
+                    name=judge.name,
+                    version=judge.version,
+                    model=model,
+                    verdict=row["score"],
+                    detail=row["detail"],
+                    cached=True,
                 )
                 self.accounting.bump(judge, model, verdicts=1, cache_hits=1)
             if rejected:
-                logger.warning(self.redact(
-                    f"judge cache {self.cache_path}: ignored {len(rejected)} invalid cached verdict(s) of "
-                    f"{judge.name}@{judge.version}; judging them again (e.g. {next(iter(rejected.values()))})"
-                ))
+                logger.warning(
+                    self.redact(
+                        f"judge cache {self.cache_path}: ignored {len(rejected)} invalid cached verdict(s) of "
+                        f"{judge.name}@{judge.version}; judging them again (e.g. {next(iter(rejected.values()))})"
+                    )
+                )
             deferred = batch_requests.mode() if to_call else None
             if deferred is not None:  # inside `score --batch`: collect the requests, or call nothing
                 if deferred[0] == "collect":
-                    batch_requests.collect(deferred[1], (batch_requests.BatchRequest(
-                        job.key, judge.name, judge.version, model, endpoint.base_url, dict(judge.sampling),
-                        job.messages, batch_requests.item_fields(job.item)) for job in to_call))
+                    batch_requests.collect(
+                        deferred[1],
+                        (
+                            batch_requests.BatchRequest(
+                                job.key,
+                                judge.name,
+                                judge.version,
+                                model,
+                                endpoint.base_url,
+                                dict(judge.sampling),
+                                job.messages,
+                                batch_requests.item_fields(job.item),
+                            )
+                            for job in to_call
+                        ),
+                    )
                 why = batch_requests.COLLECTED if deferred[0] == "collect" else deferred[1]
                 for job in to_call:
                     outcomes[job.index] = JudgeOutcome(judge.name, judge.version, model, error=why)
@@ -372,8 +396,13 @@ class JudgeRuntime:
                 source = outcomes[original.index]
                 assert source is not None
                 outcomes[job.index] = JudgeOutcome(
-                    judge.name, judge.version, model, verdict=source.verdict, detail=dict(source.detail),
-                    error=source.error, cached=source.ok,
+                    judge.name,
+                    judge.version,
+                    model,
+                    verdict=source.verdict,
+                    detail=dict(source.detail),
+                    error=source.error,
+                    cached=source.ok,
                 )
                 if source.ok:
                     self.accounting.bump(judge, model, verdicts=1, cache_hits=1)
@@ -385,8 +414,10 @@ class JudgeRuntime:
         n_err = sum(1 for o in final if o is not None and o.error)
         if n_err:
             named = f": {judge_error_causes(causes, endpoint.host)}" if causes and endpoint else ""
-            logger.warning(f"judge {judge.name}: {n_err} of {len(final)} samples are judge errors "
-                           f"(excluded from the metric, counted){named}")
+            logger.warning(
+                f"judge {judge.name}: {n_err} of {len(final)} samples are judge errors "
+                f"(excluded from the metric, counted){named}"
+            )
         return final  # type: ignore[return-value]
 
     def report(self) -> dict[str, Any]:
@@ -423,13 +454,24 @@ class JudgeRuntime:
             return settings.backoff(attempt, retry_after, self._rng)
 
     async def _call_all(
-        self, judge: LLMJudge, jobs: list[_Job], model: str, endpoint: Endpoint, settings: RuntimeSettings,
+        self,
+        judge: LLMJudge,
+        jobs: list[_Job],
+        model: str,
+        endpoint: Endpoint,
+        settings: RuntimeSettings,
         causes: dict[int, str],
     ) -> list[JudgeOutcome]:
         # bounded: no body read past its cap, no exchange past its deadline, no redirect followed
-        client = openai_client(endpoint.base_url, endpoint.api_key, timeout=settings.timeout,
-                               deadline=settings.total_deadline, max_bytes=settings.max_body_bytes,
-                               max_retries=0, asynchronous=True)
+        client = openai_client(
+            endpoint.base_url,
+            endpoint.api_key,
+            timeout=settings.timeout,
+            deadline=settings.total_deadline,
+            max_bytes=settings.max_body_bytes,
+            max_retries=0,
+            asynchronous=True,
+        )
         semaphore = asyncio.Semaphore(settings.concurrency)
         fatal: dict[str, str] = {}
 
@@ -448,8 +490,15 @@ class JudgeRuntime:
             await client.close()
 
     async def _judge_job(
-        self, client: Any, judge: LLMJudge, job: _Job, model: str, endpoint: Endpoint,
-        settings: RuntimeSettings, fatal: dict[str, str], causes: dict[int, str],
+        self,
+        client: Any,
+        judge: LLMJudge,
+        job: _Job,
+        model: str,
+        endpoint: Endpoint,
+        settings: RuntimeSettings,
+        fatal: dict[str, str],
+        causes: dict[int, str],
     ) -> JudgeOutcome:
         max_reask = judge.max_reask if settings.max_reask is None else settings.max_reask
         messages = list(job.messages)
@@ -481,8 +530,16 @@ class JudgeRuntime:
                 detail["reasks"] = round_
             try:
                 self.cache.put(
-                    job.key, judge=judge.name, version=judge.version, model=model, endpoint=endpoint.base_url,
-                    score=verdict.score, detail=detail, reply=self.redact(reply), tokens_in=tokens_in, tokens_out=tokens_out,
+                    job.key,
+                    judge=judge.name,
+                    version=judge.version,
+                    model=model,
+                    endpoint=endpoint.base_url,
+                    score=verdict.score,
+                    detail=detail,
+                    reply=self.redact(reply),
+                    tokens_in=tokens_in,
+                    tokens_out=tokens_out,
                 )
             except (sqlite3.Error, OSError) as exc:  # the verdict stands; only its caching failed
                 logger.warning(f"judge cache {self.cache_path}: could not store a verdict ({exc})")
@@ -494,8 +551,13 @@ class JudgeRuntime:
         return JudgeOutcome(judge.name, judge.version, model, error=self.redact(reason))
 
     async def _call(
-        self, client: Any, judge: LLMJudge, messages: list[dict[str, str]], model: str,
-        settings: RuntimeSettings, fatal: dict[str, str],
+        self,
+        client: Any,
+        judge: LLMJudge,
+        messages: list[dict[str, str]],
+        model: str,
+        settings: RuntimeSettings,
+        fatal: dict[str, str],
     ) -> tuple[str, int, int]:
         """One chat completion with our retry policy: (reply text, tokens in, tokens out)."""
         import openai
@@ -503,8 +565,11 @@ class JudgeRuntime:
         last = kind = ""
         for attempt in range(settings.max_attempts):
             if "reason" in fatal:
-                raise _CallFailed(f"not attempted: an earlier call failed for good ({fatal['reason']})", fatal=True,
-                                  cause=fatal.get("cause", ""))
+                raise _CallFailed(
+                    f"not attempted: an earlier call failed for good ({fatal['reason']})",
+                    fatal=True,
+                    cause=fatal.get("cause", ""),
+                )
             retry_after: float | None = None
             self.accounting.bump(judge, model, calls=1)
             deadline = settings.total_deadline
@@ -517,13 +582,16 @@ class JudgeRuntime:
                 if usage_note:
                     self.accounting.bump(judge, model, usage_ignored=1)
                     self._note_usage(usage_note)
-                self.accounting.bump(judge, model, tokens_in=tin, tokens_out=tout, cached_tokens=min(tin, cached_tokens(response)))
+                self.accounting.bump(
+                    judge, model, tokens_in=tin, tokens_out=tout, cached_tokens=min(tin, cached_tokens(response))
+                )
                 size = len(reply.encode("utf-8", "replace"))
                 if size > settings.max_reply_bytes:
                     self.accounting.failed(judge, model, "reply too large")
                     raise _CallFailed(
                         f"the judge reply is {size} bytes, over {ENV_MAX_REPLY_BYTES}={settings.max_reply_bytes} "
-                        "(not retried, not cached)", cause="reply too large"
+                        "(not retried, not cached)",
+                        cause="reply too large",
                     )
                 return reply, tin, tout
             except (asyncio.TimeoutError, DeadlinePassed):
@@ -542,8 +610,10 @@ class JudgeRuntime:
                 self.accounting.failed(judge, model, "redirect refused")
                 if "reason" not in fatal:
                     fatal["reason"], fatal["cause"] = reason, "redirect refused"
-                    logger.error(f"judge endpoint answered a redirect ({reason}); the remaining calls of this batch "
-                                 "are not attempted")
+                    logger.error(
+                        f"judge endpoint answered a redirect ({reason}); the remaining calls of this batch "
+                        "are not attempted"
+                    )
                 raise _CallFailed(reason, fatal=True, cause="redirect refused") from None
             except openai.APIStatusError as exc:
                 status = exc.status_code
@@ -553,9 +623,12 @@ class JudgeRuntime:
                     self.accounting.failed(judge, model, f"HTTP {status}")
                     if status in FATAL_STATUS and "reason" not in fatal:
                         fatal["reason"], fatal["cause"] = self.redact(last), f"HTTP {status}"
-                        logger.error(f"judge endpoint refused the request ({self.redact(last)}); the remaining calls of this batch are not attempted")
-                    raise _CallFailed(self.redact(f"{last} (not retried)"), fatal=status in FATAL_STATUS,
-                                      cause=f"HTTP {status}") from None
+                        logger.error(
+                            f"judge endpoint refused the request ({self.redact(last)}); the remaining calls of this batch are not attempted"
+                        )
+                    raise _CallFailed(
+                        self.redact(f"{last} (not retried)"), fatal=status in FATAL_STATUS, cause=f"HTTP {status}"
+                    ) from None
                 retry_after = parse_retry_after(exc.response.headers if exc.response is not None else None)
                 kind = f"HTTP {status}"
             except openai.APITimeoutError:

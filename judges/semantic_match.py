@@ -54,7 +54,9 @@ class SemanticMatchJudge(LLMJudge):
     name: ClassVar[str] = "semantic_match"
     version: ClassVar[str] = "1"
     kind: ClassVar[str] = "binary"
-    description: ClassVar[str] = "1 if the predicted answer matches the ground truth semantically and answers the question (the prompt its benchmark declares, see docs/judges.md), else 0"
+    description: ClassVar[str] = (
+        "1 if the predicted answer matches the ground truth semantically and answers the question (the prompt its benchmark declares, see docs/judges.md), else 0"
+    )
     default_sampling: ClassVar[dict[str, Any]] = {"temperature": 0.0, "max_tokens": 16}
 
     def __init__(self, sampling=None, system_prompt: str | None = None) -> None:
@@ -177,7 +179,9 @@ class OfflineSemanticMatchJudge(OfflineJudge):
     version: ClassVar[str] = "1"
     kind: ClassVar[str] = "binary"
     fidelity: ClassVar[str] = "offline (lower fidelity): normalised answer matching, no paraphrase understanding"
-    description: ClassVar[str] = "deterministic stand-in for semantic_match: 1 if the final answer equals the reference after normalisation"
+    description: ClassVar[str] = (
+        "deterministic stand-in for semantic_match: 1 if the final answer equals the reference after normalisation"
+    )
 
     def validate_item(self, item: JudgeItem) -> None:
         if not item.reference.strip():

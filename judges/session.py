@@ -153,7 +153,14 @@ reset_runtimes = end_session
 def announce_judge(judge_name: str, version: str | None, model: str | None, endpoint: Endpoint | None) -> bool:
     """Log :func:`~.endpoint.announcement` once per run (and process) per judge, model and endpoint;
     True if it was logged."""
-    key = (os.getpid(), judge_name, version, model, endpoint.host if endpoint else None, endpoint.source if endpoint else None)
+    key = (
+        os.getpid(),
+        judge_name,
+        version,
+        model,
+        endpoint.host if endpoint else None,
+        endpoint.source if endpoint else None,
+    )
     if not current_session().first_time(key):
         return False
     logger.info(announcement(judge_name, version, model, endpoint))

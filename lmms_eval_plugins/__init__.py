@@ -12,8 +12,11 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # this folder is imported straight from a source checkout (e.g. `python -m ...` run in the repo root
 # shadows the installed copy), look for those subpackages beside it too, so both behave the same.
 _CHECKOUT = PACKAGE_DIR.parent
-if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "judges" / "__init__.py").is_file() \
-        and not (PACKAGE_DIR / "judges").exists():
+if (
+    (_CHECKOUT / "pyproject.toml").is_file()
+    and (_CHECKOUT / "judges" / "__init__.py").is_file()
+    and not (PACKAGE_DIR / "judges").exists()
+):
     __path__.append(str(_CHECKOUT))  # type: ignore[name-defined]
 
 

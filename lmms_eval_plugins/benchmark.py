@@ -66,21 +66,30 @@ class Metric:
     def error_bar_method(self) -> str:
         """How this metric's standard error and 95% interval are computed (README 'Error bars')."""
         if self.item_score:
-            return ("mean of a per-item score: analytic standard error (clustered where the benchmark names a unit); "
-                    "95% interval: percentile bootstrap of the mean")
+            return (
+                "mean of a per-item score: analytic standard error (clustered where the benchmark names a unit); "
+                "95% interval: percentile bootstrap of the mean"
+            )
         if self.sufficient is not None:
-            return ("not a mean: standard deviation and percentile interval of a seeded (cluster) bootstrap of the "
-                    "statistic, computed from per-item counts, every resample at once")
-        return ("not a mean: standard deviation and percentile interval of a seeded (cluster) bootstrap of the "
-                "statistic, its aggregation run on each resample (generic fallback)")
+            return (
+                "not a mean: standard deviation and percentile interval of a seeded (cluster) bootstrap of the "
+                "statistic, computed from per-item counts, every resample at once"
+            )
+        return (
+            "not a mean: standard deviation and percentile interval of a seeded (cluster) bootstrap of the "
+            "statistic, its aggregation run on each resample (generic fallback)"
+        )
 
     @property
     def hook(self) -> str:
         return self.aggregation or f"agg_{self.name}"
 
     def yaml_entry(self) -> dict[str, Any]:
-        return {"metric": self.name, "aggregation": f"!function utils.{self.hook}",
-                "higher_is_better": self.higher_is_better}
+        return {
+            "metric": self.name,
+            "aggregation": f"!function utils.{self.hook}",
+            "higher_is_better": self.higher_is_better,
+        }
 
 
 @dataclass(frozen=True)
@@ -209,10 +218,14 @@ def registry() -> dict[str, Benchmark]:
             log.warning("lmms-eval-plugins: benchmark entry point %r (%s) failed to load: %s", ep.name, ep.value, exc)
             continue
         if not isinstance(spec, Benchmark):
-            log.warning("lmms-eval-plugins: benchmark entry point %r is a %s, not a Benchmark", ep.name, type(spec).__name__)
+            log.warning(
+                "lmms-eval-plugins: benchmark entry point %r is a %s, not a Benchmark", ep.name, type(spec).__name__
+            )
             continue
         if spec.name in found:
-            log.warning("lmms-eval-plugins: benchmark %r registered twice; keeping %s", spec.name, found[spec.name].tasks_dir)
+            log.warning(
+                "lmms-eval-plugins: benchmark %r registered twice; keeping %s", spec.name, found[spec.name].tasks_dir
+            )
             continue
         found[spec.name] = spec
     return found

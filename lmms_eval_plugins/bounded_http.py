@@ -48,8 +48,10 @@ class DeadlinePassed(Exception):
 
     def __init__(self, seconds: float, received: int, host: str = "") -> None:
         self.seconds, self.received, self.host = seconds, received, host
-        super().__init__(f"no complete reply{f' from {host}' if host else ''} within the {seconds:g} s deadline "
-                         f"({received:,} body bytes received)")
+        super().__init__(
+            f"no complete reply{f' from {host}' if host else ''} within the {seconds:g} s deadline "
+            f"({received:,} body bytes received)"
+        )
 
 
 class RedirectRefused(Exception):
@@ -57,9 +59,11 @@ class RedirectRefused(Exception):
 
     def __init__(self, status: int, host: str, target_host: str) -> None:
         self.status, self.host, self.target_host = status, host, target_host
-        super().__init__(f"{host} answered HTTP {status}, a redirect to {target_host or 'an unnamed place'}; API calls "
-                         "never follow redirects (the key and the judged text stay with the configured host): set the "
-                         "endpoint's base URL to the address that answers")
+        super().__init__(
+            f"{host} answered HTTP {status}, a redirect to {target_host or 'an unnamed place'}; API calls "
+            "never follow redirects (the key and the judged text stay with the configured host): set the "
+            "endpoint's base URL to the address that answers"
+        )
 
 
 def http_library() -> Any:
@@ -208,7 +212,9 @@ def _decoded_headers(response: Any, exchange: _Exchange) -> Any:
     if exchange.decoder is None:
         return response.headers
     # decoded here: the client must not decode again, and the announced length is the compressed one
-    return [(k, v) for k, v in response.headers.multi_items() if k.lower() not in ("content-encoding", "content-length")]
+    return [
+        (k, v) for k, v in response.headers.multi_items() if k.lower() not in ("content-encoding", "content-length")
+    ]
 
 
 def _transports(lib: Any, max_bytes: int, deadline: float, refuse_redirects: bool) -> tuple[type, type]:
@@ -257,8 +263,12 @@ def _transports(lib: Any, max_bytes: int, deadline: float, refuse_redirects: boo
                 exchange.disarm()
                 response.close()
                 raise
-            return lib.Response(response.status_code, headers=_decoded_headers(response, exchange),
-                                stream=_SyncStream(response.stream, exchange), extensions=response.extensions)
+            return lib.Response(
+                response.status_code,
+                headers=_decoded_headers(response, exchange),
+                stream=_SyncStream(response.stream, exchange),
+                extensions=response.extensions,
+            )
 
         def close(self) -> None:
             self._inner.close()
@@ -304,8 +314,12 @@ def _transports(lib: Any, max_bytes: int, deadline: float, refuse_redirects: boo
             except BaseException:
                 await response.aclose()
                 raise
-            return lib.Response(response.status_code, headers=_decoded_headers(response, exchange),
-                                stream=_AsyncStream(response.stream, exchange), extensions=response.extensions)
+            return lib.Response(
+                response.status_code,
+                headers=_decoded_headers(response, exchange),
+                stream=_AsyncStream(response.stream, exchange),
+                extensions=response.extensions,
+            )
 
         async def aclose(self) -> None:
             await self._inner.aclose()
@@ -321,8 +335,9 @@ def _check_limits(max_bytes: int, deadline: float, timeout: float) -> None:
             raise ValueError(f"{name} must be a finite number of seconds above 0, got {value!r}")
 
 
-def http_client(*, timeout: float, deadline: float, max_bytes: int, asynchronous: bool = False,
-                follow_redirects: bool = False) -> Any:
+def http_client(
+    *, timeout: float, deadline: float, max_bytes: int, asynchronous: bool = False, follow_redirects: bool = False
+) -> Any:
     """An ``httpx`` client (of :func:`http_library`) whose every exchange is bounded as this module says.
 
     The environment's proxies are honoured as the default client does; each of their transports is
@@ -340,15 +355,25 @@ def http_client(*, timeout: float, deadline: float, max_bytes: int, asynchronous
     wrap = async_cls if asynchronous else sync_cls
     # the default transport and one per environment proxy: all of them bounded, none left plain
     if not hasattr(client, "_transport") or not hasattr(client, "_mounts"):
-        raise RuntimeError(f"{lib.__name__} {getattr(lib, '__version__', '?')}: no transports to bound (lmms-eval-plugins "
-                           "supports the httpx layout; check the install: lmms-eval-plugins doctor)")
+        raise RuntimeError(
+            f"{lib.__name__} {getattr(lib, '__version__', '?')}: no transports to bound (lmms-eval-plugins "
+            "supports the httpx layout; check the install: lmms-eval-plugins doctor)"
+        )
     client._transport = wrap(client._transport)
     client._mounts = {pattern: (wrap(t) if t is not None else None) for pattern, t in client._mounts.items()}
     return client
 
 
-def openai_client(base_url: str, api_key: str, *, timeout: float, deadline: float, max_bytes: int,
-                  max_retries: int = 0, asynchronous: bool = False) -> Any:
+def openai_client(
+    base_url: str,
+    api_key: str,
+    *,
+    timeout: float,
+    deadline: float,
+    max_bytes: int,
+    max_retries: int = 0,
+    asynchronous: bool = False,
+) -> Any:
     """An ``openai.OpenAI`` (``AsyncOpenAI`` with ``asynchronous``) whose calls never follow a redirect
     (:class:`RedirectRefused`), read at most ``max_bytes`` of any body (:class:`BodyTooLarge`, raised by
     the call itself, not wrapped by openai, never retried by it) and end each HTTP exchange within
@@ -361,9 +386,16 @@ def openai_client(base_url: str, api_key: str, *, timeout: float, deadline: floa
     return cls(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries, http_client=http)
 
 
-def fetch(url: str, *, headers: Mapping[str, str] | None = None, max_bytes: int, deadline: float, timeout: float,
-          sink: IO[bytes] | None = None,
-          on_headers: Callable[[int, Mapping[str, str]], None] | None = None) -> tuple[int, Mapping[str, str], bytes | None]:
+def fetch(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    max_bytes: int,
+    deadline: float,
+    timeout: float,
+    sink: IO[bytes] | None = None,
+    on_headers: Callable[[int, Mapping[str, str]], None] | None = None,
+) -> tuple[int, Mapping[str, str], bytes | None]:
     """One bounded GET for downloads: (status, headers, body). Redirects are followed (at most
     :data:`FETCH_MAX_REDIRECTS`, all within ``deadline``); a non-2xx body is not read.
 
@@ -389,5 +421,13 @@ def fetch(url: str, *, headers: Mapping[str, str] | None = None, max_bytes: int,
             return response.status_code, answer, None
 
 
-__all__ = ["BodyTooLarge", "DeadlinePassed", "RedirectRefused", "FETCH_MAX_REDIRECTS", "fetch", "http_client",
-           "http_library", "openai_client"]
+__all__ = [
+    "BodyTooLarge",
+    "DeadlinePassed",
+    "RedirectRefused",
+    "FETCH_MAX_REDIRECTS",
+    "fetch",
+    "http_client",
+    "http_library",
+    "openai_client",
+]

@@ -106,21 +106,47 @@ def _headline(metrics: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
-def run_tasks(tasks: Sequence[str], *, model: str, model_args: str | None, output_dir: Path, limit: int | None,
-              extra_args: Sequence[str], env: Mapping[str, str], timeout: float):
+def run_tasks(
+    tasks: Sequence[str],
+    *,
+    model: str,
+    model_args: str | None,
+    output_dir: Path,
+    limit: int | None,
+    extra_args: Sequence[str],
+    env: Mapping[str, str],
+    timeout: float,
+):
     from lmms_eval_plugins.cli_run import run_lmms_eval
 
     args = list(extra_args)
     if limit is not None:
         args += ["--limit", str(limit)]
-    return run_lmms_eval(tasks=list(tasks), model=model, model_args=model_args, output_dir=output_dir, env=env,
-                         extra_args=args, timeout=timeout)
+    return run_lmms_eval(
+        tasks=list(tasks),
+        model=model,
+        model_args=model_args,
+        output_dir=output_dir,
+        env=env,
+        extra_args=args,
+        timeout=timeout,
+    )
 
 
-def check_model(*, model: str, model_args: str | None, tasks: Sequence[str], limit: int | None = None,
-                output_dir: Path, extra_args: Sequence[str] = (), env: Mapping[str, str] | None = None,
-                timeout: float = 3600, retry_missing: bool = True, shapes: bool = True,
-                observe: bool = True) -> list[TaskReport]:
+def check_model(
+    *,
+    model: str,
+    model_args: str | None,
+    tasks: Sequence[str],
+    limit: int | None = None,
+    output_dir: Path,
+    extra_args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    timeout: float = 3600,
+    retry_missing: bool = True,
+    shapes: bool = True,
+    observe: bool = True,
+) -> list[TaskReport]:
     """Run ``tasks`` with the model and build one :class:`TaskReport` per task.
 
     ``observe``: for API model classes, record what the class sends through a loopback proxy in front
@@ -132,7 +158,11 @@ def check_model(*, model: str, model_args: str | None, tasks: Sequence[str], lim
 
     index = task_index()
     env = dict(env or {})
-    plan = observe_plan(model, model_args, {**lmms_eval_dotenv(), **os.environ, **env}) if observe else ObservePlan(reason="not observed (--no-observe)")
+    plan = (
+        observe_plan(model, model_args, {**lmms_eval_dotenv(), **os.environ, **env})
+        if observe
+        else ObservePlan(reason="not observed (--no-observe)")
+    )
     proxy = RecordingProxy(plan.upstream, trust_env=plan.trust_env) if plan.upstream else None
     run_args, run_env = model_args, dict(env)
     runs: dict[str, Any] = {}
@@ -144,14 +174,24 @@ def check_model(*, model: str, model_args: str | None, tasks: Sequence[str], lim
                 run_args = replace_model_arg(model_args, "base_url", proxy.base_url)
             else:
                 run_env["OPENAI_API_BASE"] = proxy.base_url
-            no_proxy = ",".join(v for v in (os.environ.get("NO_PROXY") or os.environ.get("no_proxy"), "127.0.0.1", "localhost") if v)
+            no_proxy = ",".join(
+                v for v in (os.environ.get("NO_PROXY") or os.environ.get("no_proxy"), "127.0.0.1", "localhost") if v
+            )
             run_env.update({"NO_PROXY": no_proxy, "no_proxy": no_proxy})  # the class reaches the proxy directly
 
         def run(names: Sequence[str], label: str):
             if proxy is not None:
                 proxy.label = label
-            return run_tasks(names, model=model, model_args=run_args, output_dir=output_dir / label, limit=limit,
-                             extra_args=extra_args, env=run_env, timeout=timeout)
+            return run_tasks(
+                names,
+                model=model,
+                model_args=run_args,
+                output_dir=output_dir / label,
+                limit=limit,
+                extra_args=extra_args,
+                env=run_env,
+                timeout=timeout,
+            )
 
         first = run(tasks, "all")
         runs = {task: first for task in tasks}
@@ -164,7 +204,9 @@ def check_model(*, model: str, model_args: str | None, tasks: Sequence[str], lim
         if proxy is not None:
             proxy.stop()
 
-    shape_list = {task: request_shapes(index[task], limit, model) for task in tasks} if shapes or proxy is not None else {}
+    shape_list = (
+        {task: request_shapes(index[task], limit, model) for task in tasks} if shapes or proxy is not None else {}
+    )
     observed: dict[str, dict[str, Any]] = {}
     if proxy is not None:
         endpoint = sanitise_url(plan.upstream or "")
@@ -176,7 +218,8 @@ def check_model(*, model: str, model_args: str | None, tasks: Sequence[str], lim
             if by_task[None]:
                 for task in in_run:  # bodies that matched no task of a run are shown with each task of that run
                     observed[task]["differences"].append(
-                        f"{len(by_task[None])} request(s) in this lmms-eval run matched no doc of any task")
+                        f"{len(by_task[None])} request(s) in this lmms-eval run matched no doc of any task"
+                    )
     reports = []
     for task in tasks:
         entry = index[task]
@@ -185,7 +228,8 @@ def check_model(*, model: str, model_args: str | None, tasks: Sequence[str], lim
         report = TaskReport(task, entry.benchmark, completed)
         if not completed:
             report.error = last_exception(task_run.output) or (
-                "lmms-eval wrote no results file" if task_run.results_path is None else "no results for this task")
+                "lmms-eval wrote no results file" if task_run.results_path is None else "no results for this task"
+            )
         else:
             report.metrics = _headline(_metrics(task_run.results, task))
             n_requests = int((task_run.results.get("n-samples", {}).get(task) or {}).get("effective", 0))
@@ -215,7 +259,9 @@ def check_model(*, model: str, model_args: str | None, tasks: Sequence[str], lim
                 report.compliance_source = stats["source"]
             if report.failed_requests:  # lmms-eval finished, but the model never answered these
                 report.completed = False
-                report.error = f"{report.failed_requests} of {total} model requests failed: {_short(first_failure, 300)}"
+                report.error = (
+                    f"{report.failed_requests} of {total} model requests failed: {_short(first_failure, 300)}"
+                )
         if shapes:
             report.shapes = shape_list[task].summary()
         report.observed = observed.get(task) or {"observable": False, "reason": plan.reason or "not observed"}
@@ -234,8 +280,10 @@ def _observed_cell(observed: Mapping[str, Any]) -> str:
     if not observed.get("observable"):
         return "not observable"
     sizes = list(observed.get("image_sizes") or {})
-    text = (f"{observed['requests']} req, images/req {observed['images_per_request']}, frames/video "
-            f"{observed['frames_per_video']}, sizes {', '.join(sizes[:3]) or '-'}{', ...' if len(sizes) > 3 else ''}")
+    text = (
+        f"{observed['requests']} req, images/req {observed['images_per_request']}, frames/video "
+        f"{observed['frames_per_video']}, sizes {', '.join(sizes[:3]) or '-'}{', ...' if len(sizes) > 3 else ''}"
+    )
     return text + ("; **differs** (notes)" if observed.get("differences") else "")
 
 
@@ -269,9 +317,11 @@ def _markdown(reports: Sequence[TaskReport], *, model: str, model_args: str | No
         else:
             failure = "-"
         interleaved = f"{s.get('interleaved_requests', 0)}/{s.get('requests', 0)}" if s else ""
-        lines.append(f"| {_cell(r.task)} | {'yes' if r.completed else '**NO**'} | {compliance} | {failure} | {r.requests} | "
-                     f"{s.get('images', '')} | {s.get('videos', '')} | {s.get('frames_per_video', '')} | "
-                     f"{s.get('frames_per_request', '')} | {interleaved} | {_cell(_observed_cell(r.observed or {}))} |")
+        lines.append(
+            f"| {_cell(r.task)} | {'yes' if r.completed else '**NO**'} | {compliance} | {failure} | {r.requests} | "
+            f"{s.get('images', '')} | {s.get('videos', '')} | {s.get('frames_per_video', '')} | "
+            f"{s.get('frames_per_request', '')} | {interleaved} | {_cell(_observed_cell(r.observed or {}))} |"
+        )
     notes = []
     for r in reports:
         s = r.shapes or {}
@@ -280,21 +330,28 @@ def _markdown(reports: Sequence[TaskReport], *, model: str, model_args: str | No
         for issue in s.get("issues", []):
             notes.append(f"- {_cell(r.task)}: {_cell(issue)}")
         if s.get("video_files"):
-            notes.append(f"- {_cell(r.task)}: {s['video_files']} video(s) sent as file paths (the model class decodes them)")
+            notes.append(
+                f"- {_cell(r.task)}: {s['video_files']} video(s) sent as file paths (the model class decodes them)"
+            )
         for difference in (r.observed or {}).get("differences", []):
             notes.append(f"- {_cell(r.task)}: sent differs from intended: {_cell(difference)}")
     observed = [r.observed for r in reports if (r.observed or {}).get("observable")]
     if observed:
-        sent = (f"Sent: what the model class sent to {_cell(redact_url(str(observed[0]['endpoint'])))}, recorded by a loopback proxy "
-                "(image_url items per request, runs of consecutive images between text parts per video, image sizes as received).")
+        sent = (
+            f"Sent: what the model class sent to {_cell(redact_url(str(observed[0]['endpoint'])))}, recorded by a loopback proxy "
+            "(image_url items per request, runs of consecutive images between text parts per video, image sizes as received)."
+        )
     else:
         reason = next((r.observed.get("reason") for r in reports if r.observed), "") or "not observable"
         sent = f"Sent: {_cell(reason)}."
     done = sum(r.completed for r in reports)
-    lines += ["", f"{done}/{len(reports)} tasks completed (a task with a failed model request is not). Compliance: share "
-              "of answered requests whose reply the task's parser could read (unreadable replies are scored wrong). Shapes: "
-              "from the task's doc_to_messages on the same docs; frames are PIL images in `{\"type\": \"video\", \"url\": [...]}`. "
-              + sent]
+    lines += [
+        "",
+        f"{done}/{len(reports)} tasks completed (a task with a failed model request is not). Compliance: share "
+        "of answered requests whose reply the task's parser could read (unreadable replies are scored wrong). Shapes: "
+        'from the task\'s doc_to_messages on the same docs; frames are PIL images in `{"type": "video", "url": [...]}`. '
+        + sent,
+    ]
     if notes:
         lines += ["", "Notes:", *notes]
     return "\n".join(lines) + "\n"
@@ -304,19 +361,39 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="lmms-eval-plugins check-model",
         description="Run every *_sample task of lmms-eval-plugins with a model and report, per task, whether it completed, "
-        "the share of replies the task's parser could read, the typical unreadable reply, and the request shapes.")
-    parser.add_argument("--model", required=True, help="lmms-eval model name (built-in, or registered via the lmms_eval.models entry point)")
-    parser.add_argument("--model_args", default=None, help="as for lmms-eval, e.g. pretrained=...,device=cpu,device_map=cpu")
-    parser.add_argument("--tasks", default=None, help="comma-separated sample tasks, sample groups or benchmark names (default: every *_sample task)")
+        "the share of replies the task's parser could read, the typical unreadable reply, and the request shapes.",
+    )
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="lmms-eval model name (built-in, or registered via the lmms_eval.models entry point)",
+    )
+    parser.add_argument(
+        "--model_args", default=None, help="as for lmms-eval, e.g. pretrained=...,device=cpu,device_map=cpu"
+    )
+    parser.add_argument(
+        "--tasks",
+        default=None,
+        help="comma-separated sample tasks, sample groups or benchmark names (default: every *_sample task)",
+    )
     parser.add_argument("--limit", type=int, default=None, help="at most this many docs per task")
     parser.add_argument("--json", dest="json_out", default=None, metavar="OUT", help="also write the report as JSON")
-    parser.add_argument("--output_path", default=None, help="where lmms-eval writes its results (default: a temporary folder)")
+    parser.add_argument(
+        "--output_path", default=None, help="where lmms-eval writes its results (default: a temporary folder)"
+    )
     parser.add_argument("--gen_kwargs", default=None, help="passed to lmms-eval, e.g. max_new_tokens=256")
-    parser.add_argument("--judge", choices=("offline", "llm"), default="offline",
-                        help="judge for judged tasks: offline (default, no endpoint needed) or llm (needs OPENAI_* settings)")
+    parser.add_argument(
+        "--judge",
+        choices=("offline", "llm"),
+        default="offline",
+        help="judge for judged tasks: offline (default, no endpoint needed) or llm (needs OPENAI_* settings)",
+    )
     parser.add_argument("--no-shapes", action="store_true", help="skip computing request shapes")
-    parser.add_argument("--no-observe", action="store_true",
-                        help="do not put the recording proxy in front of an API model class's endpoint")
+    parser.add_argument(
+        "--no-observe",
+        action="store_true",
+        help="do not put the recording proxy in front of an API model class's endpoint",
+    )
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per lmms-eval run")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
 
@@ -327,14 +404,29 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="check-model-") as tmp:
         output_dir = Path(args.output_path) if args.output_path else Path(tmp)
-        reports = check_model(model=args.model, model_args=args.model_args, tasks=tasks, limit=args.limit,
-                              output_dir=output_dir, extra_args=extra, env=env, timeout=args.timeout,
-                              shapes=not args.no_shapes, observe=not args.no_observe)
+        reports = check_model(
+            model=args.model,
+            model_args=args.model_args,
+            tasks=tasks,
+            limit=args.limit,
+            output_dir=output_dir,
+            extra_args=extra,
+            env=env,
+            timeout=args.timeout,
+            shapes=not args.no_shapes,
+            observe=not args.no_observe,
+        )
     emit(md_for_terminal(markdown(reports, model=args.model, model_args=args.model_args)))  # no &lt; on a terminal
     ok = all(r.completed for r in reports)
     if args.json_out:
-        payload = {"model": args.model, "model_args": display_model_args(args.model_args), "limit": args.limit, "all_completed": ok,
-                   "seconds": round(time.perf_counter() - start, 1), "tasks": [asdict(r) for r in reports]}
+        payload = {
+            "model": args.model,
+            "model_args": display_model_args(args.model_args),
+            "limit": args.limit,
+            "all_completed": ok,
+            "seconds": round(time.perf_counter() - start, 1),
+            "tasks": [asdict(r) for r in reports],
+        }
         text = secrets_of(args.model_args)(json.dumps(payload, indent=2, default=str))
         write_atomic(Path(args.json_out), text + "\n")
     return 0 if ok else 1

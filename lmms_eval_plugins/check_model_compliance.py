@@ -32,7 +32,9 @@ class TaskReport:
     metrics: dict[str, Any] = field(default_factory=dict)
     shapes: dict[str, Any] = field(default_factory=dict)
     failed_requests: int = 0  # requests the model class gave up on (its failure marker instead of a reply)
-    observed: dict[str, Any] = field(default_factory=dict)  # what the model class sent (API classes), see observed_summary
+    observed: dict[str, Any] = field(
+        default_factory=dict
+    )  # what the model class sent (API classes), see observed_summary
 
 
 def _reply_text(sample: Mapping[str, Any]) -> str:
@@ -63,10 +65,14 @@ def _item_status(item: Mapping[str, Any]) -> tuple[str, str | None] | None:
         if item["format_ok"]:
             return "format_ok", None
         missing = item.get("missing") or {}
-        return "format_ok", "; ".join(f"{k}: {v}" for k, v in missing.items()) if isinstance(missing, Mapping) and missing else "format not valid"
+        return "format_ok", "; ".join(f"{k}: {v}" for k, v in missing.items()) if isinstance(
+            missing, Mapping
+        ) and missing else "format not valid"
     judge = item.get("judge")
     if isinstance(judge, Mapping):
-        return "judged", "nothing to judge (no answer found in the reply)" if judge.get("skipped") and not judge.get("error") else None
+        return "judged", "nothing to judge (no answer found in the reply)" if judge.get("skipped") and not judge.get(
+            "error"
+        ) else None
     return None
 
 
@@ -136,10 +142,19 @@ def compliance_from_samples(samples: Sequence[Mapping[str, Any]], metric_names: 
     if counts:
         error, count = counts.most_common(1)[0]
         typical = {"parse_error": error, "count": count, "example_output": _short(examples[error])}
-    source = {"parse_error": "logged parse_error", "format_ok": "logged format_ok",
-              "judged": "judged replies: not skipped by the judge"}[kinds.most_common(1)[0][0]]
-    return {"requests": total, "parsed": parsed, "compliance": 100.0 * parsed / total,
-            "failures": dict(counts.most_common()), "typical_failure": typical, "source": source}
+    source = {
+        "parse_error": "logged parse_error",
+        "format_ok": "logged format_ok",
+        "judged": "judged replies: not skipped by the judge",
+    }[kinds.most_common(1)[0][0]]
+    return {
+        "requests": total,
+        "parsed": parsed,
+        "compliance": 100.0 * parsed / total,
+        "failures": dict(counts.most_common()),
+        "typical_failure": typical,
+        "source": source,
+    }
 
 
 def _normalise_error(error: str) -> str:
@@ -153,8 +168,12 @@ def compliance_from_metrics(metrics: Mapping[str, Any], n_requests: int) -> dict
         return None
     name = "parse_fail" if "parse_fail" in fails else sorted(fails)[0]
     failed = min(float(fails[name]), n_requests)
-    return {"requests": n_requests, "parsed": int(n_requests - failed), "compliance": 100.0 * (1 - failed / n_requests),
-            "source": f"{name} metric"}
+    return {
+        "requests": n_requests,
+        "parsed": int(n_requests - failed),
+        "compliance": 100.0 * (1 - failed / n_requests),
+        "source": f"{name} metric",
+    }
 
 
 _EXC_LINE = re.compile(r"^\s*(?:\S+\.)?(\w*(?:Error|Exception|Exceeded))\b:?\s*(.*)$")

@@ -17,8 +17,16 @@ from lmms_eval_plugins.safe_text import redact_model_args
 
 # Model classes that, without ``base_url`` in --model_args, read ``OPENAI_API_BASE`` (then the OpenAI
 # client's ``OPENAI_BASE_URL``, then api.openai.com); names as lmms-eval 0.7.3 registers them.
-OPENAI_API_BASE_MODELS = frozenset({"openai", "openai_compatible", "openai_compatible_chat",
-                                    "async_openai", "async_openai_compatible_chat", "async_openai_compatible"})
+OPENAI_API_BASE_MODELS = frozenset(
+    {
+        "openai",
+        "openai_compatible",
+        "openai_compatible_chat",
+        "async_openai",
+        "async_openai_compatible_chat",
+        "async_openai_compatible",
+    }
+)
 LITELLM_MODELS = frozenset({"litellm", "litellm_chat", "litellm_compatible"})  # OPENAI_API_BASE only, else per provider
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 
@@ -90,20 +98,30 @@ def observe_plan(model: str, model_args: str | None, env: Mapping[str, str]) -> 
     """Whether (and how) what ``model`` sends can be recorded: API classes only, never by guessing."""
     from urllib.parse import unquote
 
-    trust_env = not (model_arg(model_args, "httpx_trust_env") or "true").strip().lower() in ("0", "false", "no", "off")
+    trust_env = (model_arg(model_args, "httpx_trust_env") or "true").strip().lower() not in ("0", "false", "no", "off")
     if _truthy(model_arg(model_args, "azure_openai")):
-        return ObservePlan(reason="not observable: azure_openai=True reads AZURE_OPENAI_API_BASE, which check-model does not proxy")
+        return ObservePlan(
+            reason="not observable: azure_openai=True reads AZURE_OPENAI_API_BASE, which check-model does not proxy"
+        )
     base_url = model_arg(model_args, "base_url")
     if base_url:
         return ObservePlan(unquote(base_url).rstrip("/"), "base_url", trust_env=trust_env)
     if model in OPENAI_API_BASE_MODELS or (model in LITELLM_MODELS and env.get("OPENAI_API_BASE")):
-        upstream = env.get("OPENAI_API_BASE") or (env.get("OPENAI_BASE_URL") if model in OPENAI_API_BASE_MODELS else None)
-        return ObservePlan(unquote(upstream or DEFAULT_OPENAI_BASE_URL).rstrip("/"), "OPENAI_API_BASE", trust_env=trust_env)
+        upstream = env.get("OPENAI_API_BASE") or (
+            env.get("OPENAI_BASE_URL") if model in OPENAI_API_BASE_MODELS else None
+        )
+        return ObservePlan(
+            unquote(upstream or DEFAULT_OPENAI_BASE_URL).rstrip("/"), "OPENAI_API_BASE", trust_env=trust_env
+        )
     if model in LITELLM_MODELS:
-        return ObservePlan(reason="not observable: litellm without base_url (or OPENAI_API_BASE) routes per provider; "
-                                  "give base_url= to observe what it sends")
-    return ObservePlan(reason="not observable: a local model class (check-model sees only what API classes send, "
-                              "through base_url or OPENAI_API_BASE)")
+        return ObservePlan(
+            reason="not observable: litellm without base_url (or OPENAI_API_BASE) routes per provider; "
+            "give base_url= to observe what it sends"
+        )
+    return ObservePlan(
+        reason="not observable: a local model class (check-model sees only what API classes send, "
+        "through base_url or OPENAI_API_BASE)"
+    )
 
 
 def _wh(size: Any) -> str:
@@ -158,7 +176,9 @@ def compare_runs(intent: DocIntent, items: Sequence[Any]) -> list[str]:
                 continue  # the frame count of a file is the class's choice: reported, not compared
             n = sum(1 if kind == "image" else len(value) for kind, value in want)
             if n != len(got):
-                diffs.append(f"{len(want)} visuals without text between them: {n} images/frames intended, {len(got)} sent")
+                diffs.append(
+                    f"{len(want)} visuals without text between them: {n} images/frames intended, {len(got)} sent"
+                )
     return list(dict.fromkeys(diffs))  # one line per kind of difference (every video resized alike: once)
 
 
@@ -202,14 +222,18 @@ def observed_summary(records: Sequence[Any], intents: Sequence[DocIntent], *, en
             frames_per_video += [n for n in runs if n > 1]  # no intent to tell images from videos: runs of 2+
             continue
         if len(runs) == len(intent.runs):
-            frames_per_video += [n for n, want in zip(runs, intent.runs) if any(k in ("video", "video_file") for k, _ in want)]
+            frames_per_video += [
+                n for n, want in zip(runs, intent.runs) if any(k in ("video", "video_file") for k, _ in want)
+            ]
         if intent.index in compared:
             continue  # the same doc sent again with a different body: compare the first
         compared.add(intent.index)
         for diff in compare_runs(intent, items):
             differences.setdefault(diff, []).append(intent.index)
-    notes = [f"{diff} (doc{'s' if len(set(docs)) > 1 else ''} {', '.join(map(str, sorted(set(docs))))})"
-             for diff, docs in differences.items()]
+    notes = [
+        f"{diff} (doc{'s' if len(set(docs)) > 1 else ''} {', '.join(map(str, sorted(set(docs))))})"
+        for diff, docs in differences.items()
+    ]
     not_seen = [i.index for i in intents if i.index not in compared]
     if intents and not_seen and len(compared) + unmatched < len(intents):
         notes.append(f"no request observed for {len(not_seen)} of {len(intents)} docs")
@@ -229,7 +253,9 @@ def observed_summary(records: Sequence[Any], intents: Sequence[DocIntent], *, en
     }
 
 
-def attribute_records(records: Sequence[Any], intents_by_task: Mapping[str, Sequence[DocIntent]]) -> dict[str | None, list[Any]]:
+def attribute_records(
+    records: Sequence[Any], intents_by_task: Mapping[str, Sequence[DocIntent]]
+) -> dict[str | None, list[Any]]:
     """Chat records of one lmms-eval run per task, by the text signature of the doc they came from
     (one task in the run: all of them; a body that matches no task: under ``None``)."""
     tasks = list(intents_by_task)

@@ -73,8 +73,10 @@ def select_tasks(selection: str | None, index: Mapping[str, TaskEntry]) -> list[
         else:
             names = []
         if not names:
-            raise SystemExit(f"check-model: {item!r} is not a task, group or benchmark of lmms-eval-plugins "
-                             f"(sample tasks: {', '.join(all_sample)})")
+            raise SystemExit(
+                f"check-model: {item!r} is not a task, group or benchmark of lmms-eval-plugins "
+                f"(sample tasks: {', '.join(all_sample)})"
+            )
         chosen += [n for n in names if n not in chosen]
     return chosen
 
@@ -191,17 +193,23 @@ def measure_messages(messages: Any, shapes: Shapes, *, where: str) -> None:
                     frames += n
                     shapes.frames_per_video.append(n)
                     if n == 0:
-                        shapes.issues.append(f"{where}: video {videos} is an empty frame list (crashes lmms-eval's qwen2_5_vl)")
+                        shapes.issues.append(
+                            f"{where}: video {videos} is an empty frame list (crashes lmms-eval's qwen2_5_vl)"
+                        )
                     sizes = {s for s in (_size(f) for f in url) if s}
                     if len(sizes) > 1:
-                        shapes.issues.append(f"{where}: video {videos} mixes frame sizes {sorted(sizes)} (qwen2_5_vl needs one size per video)")
+                        shapes.issues.append(
+                            f"{where}: video {videos} mixes frame sizes {sorted(sizes)} (qwen2_5_vl needs one size per video)"
+                        )
                     for s in sizes:
                         shapes.max_size = max(shapes.max_size, s, key=lambda v: v[0] * v[1])
                     if first_video_frames is None:
                         first_video_frames = n
                     elif n < first_video_frames:
-                        shapes.issues.append(f"{where}: video {videos} has fewer frames ({n}) than video 1 ({first_video_frames}); "
-                                             "fine as frame lists, a crash in qwen2_5_vl if these were video files")
+                        shapes.issues.append(
+                            f"{where}: video {videos} has fewer frames ({n}) than video 1 ({first_video_frames}); "
+                            "fine as frame lists, a crash in qwen2_5_vl if these were video files"
+                        )
                 else:
                     shapes.video_files += 1
     shapes.requests += 1
@@ -210,7 +218,7 @@ def measure_messages(messages: Any, shapes: Shapes, *, where: str) -> None:
     shapes.frames_per_request.append(frames)
     shapes.text_parts.append(texts)
     visual_positions = [i for i, k in enumerate(kinds) if k == "visual"]
-    if len(visual_positions) > 1 and any(k == "text" for k in kinds[visual_positions[0]: visual_positions[-1]]):
+    if len(visual_positions) > 1 and any(k == "text" for k in kinds[visual_positions[0] : visual_positions[-1]]):
         shapes.interleaved += 1
 
 

@@ -20,8 +20,14 @@ from lmms_eval_plugins.logged_samples import read_samples, with_every_item
 from lmms_eval_plugins.runs import latest_results, samples_path
 
 # No hub access during tests and demos; our tasks read bundled data.
-OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-               "TOKENIZERS_PARALLELISM": "false", "WANDB_MODE": "disabled", "HF_HUB_DISABLE_TELEMETRY": "1"}
+OFFLINE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "WANDB_MODE": "disabled",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+}
 
 
 @dataclass
@@ -54,12 +60,29 @@ class RunResult:
         return self.output[-chars:]
 
 
-def lmms_eval_command(*, tasks: Sequence[str] | str, model: str, model_args: str | None, output_dir: Path,
-                      log_samples: bool = True, include_path: str | None = None,
-                      extra_args: Sequence[str] = ()) -> list[str]:
-    command = [sys.executable, "-m", "lmms_eval", "--model", model, "--tasks",
-               tasks if isinstance(tasks, str) else ",".join(tasks), "--batch_size", "1",
-               "--output_path", str(output_dir)]
+def lmms_eval_command(
+    *,
+    tasks: Sequence[str] | str,
+    model: str,
+    model_args: str | None,
+    output_dir: Path,
+    log_samples: bool = True,
+    include_path: str | None = None,
+    extra_args: Sequence[str] = (),
+) -> list[str]:
+    command = [
+        sys.executable,
+        "-m",
+        "lmms_eval",
+        "--model",
+        model,
+        "--tasks",
+        tasks if isinstance(tasks, str) else ",".join(tasks),
+        "--batch_size",
+        "1",
+        "--output_path",
+        str(output_dir),
+    ]
     if model_args:
         command += ["--model_args", model_args]
     if log_samples:
@@ -69,10 +92,20 @@ def lmms_eval_command(*, tasks: Sequence[str] | str, model: str, model_args: str
     return command + list(extra_args)
 
 
-def run_lmms_eval(*, tasks: Sequence[str] | str, model: str, output_dir: Path, model_args: str | None = None,
-                  env: Mapping[str, str] | None = None, log_samples: bool = True, include_path: str | None = None,
-                  extra_args: Sequence[str] = (), timeout: float = 1800, stream: bool = False,
-                  launcher: Sequence[str] | None = None) -> RunResult:
+def run_lmms_eval(
+    *,
+    tasks: Sequence[str] | str,
+    model: str,
+    output_dir: Path,
+    model_args: str | None = None,
+    env: Mapping[str, str] | None = None,
+    log_samples: bool = True,
+    include_path: str | None = None,
+    extra_args: Sequence[str] = (),
+    timeout: float = 1800,
+    stream: bool = False,
+    launcher: Sequence[str] | None = None,
+) -> RunResult:
     """Run lmms-eval once; ``launcher`` replaces ``python -m lmms_eval``'s interpreter prefix (e.g. accelerate).
 
     It runs in ``output_dir``: ``python -m`` puts the working directory first on ``sys.path``, and a source
@@ -81,8 +114,15 @@ def run_lmms_eval(*, tasks: Sequence[str] | str, model: str, output_dir: Path, m
     output_dir = Path(output_dir).resolve()
     output_dir.mkdir(parents=True, exist_ok=True)
     include_path = str(Path(include_path).resolve()) if include_path else None
-    command = lmms_eval_command(tasks=tasks, model=model, model_args=model_args, output_dir=output_dir,
-                                log_samples=log_samples, include_path=include_path, extra_args=extra_args)
+    command = lmms_eval_command(
+        tasks=tasks,
+        model=model,
+        model_args=model_args,
+        output_dir=output_dir,
+        log_samples=log_samples,
+        include_path=include_path,
+        extra_args=extra_args,
+    )
     if launcher:
         command = [*launcher, *command[1:]]
     full_env = {**os.environ, **OFFLINE_ENV, **(env or {})}
@@ -91,8 +131,15 @@ def run_lmms_eval(*, tasks: Sequence[str] | str, model: str, output_dir: Path, m
         completed = subprocess.run(command, env=full_env, timeout=timeout, cwd=output_dir)
         output = ""
     else:
-        completed = subprocess.run(command, env=full_env, timeout=timeout, cwd=output_dir, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True)
+        completed = subprocess.run(
+            command,
+            env=full_env,
+            timeout=timeout,
+            cwd=output_dir,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         output = completed.stdout
     after = latest_results(output_dir)
     results_path = after if after is not None and after != before else None

@@ -49,7 +49,9 @@ def _item(sample: Mapping[str, Any], metric: str) -> Any:
     return logged_samples.item_of(sample, metric)
 
 
-def paired_samples(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+def paired_samples(
+    a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]
+) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
     """The samples of the doc_ids both runs logged, in doc_id order (one pairing for every metric of a task);
     a pair whose ``target`` differs is a :class:`RunInputError` (the runs read different data)."""
     by_id_a = {s.get("doc_id"): s for s in a}
@@ -58,14 +60,17 @@ def paired_samples(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]
     for doc_id in sorted(set(by_id_a) & set(by_id_b), key=lambda d: (str(type(d)), d)):
         sa, sb = by_id_a[doc_id], by_id_b[doc_id]
         if sa.get("target") != sb.get("target"):
-            raise RunInputError(f"doc_id {doc_id}: the runs' targets differ ({sa.get('target')!r:.60} vs "
-                                f"{sb.get('target')!r:.60}): they did not read the same data")
+            raise RunInputError(
+                f"doc_id {doc_id}: the runs' targets differ ({sa.get('target')!r:.60} vs "
+                f"{sb.get('target')!r:.60}): they did not read the same data"
+            )
         pairs.append((sa, sb))
     return pairs
 
 
-def items_of_pairs(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
-                   metric: str) -> tuple[list[Any], list[Any], int]:
+def items_of_pairs(
+    pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]], metric: str
+) -> tuple[list[Any], list[Any], int]:
     """Items of ``metric`` for paired samples, and how many pairs were left out because either side was
     unscored (a failed request or judge call)."""
     left_a, left_b, unscored = [], [], 0
@@ -81,8 +86,9 @@ def items_of_pairs(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
     return left_a, left_b, unscored
 
 
-def paired_items(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]],
-                 metric: str) -> tuple[list[Any], list[Any], int]:
+def paired_items(
+    a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], metric: str
+) -> tuple[list[Any], list[Any], int]:
     """Items of ``metric`` for the doc_ids both runs scored, in doc_id order, and how many pairs were
     left out because either side was unscored (a failed request or judge call)."""
     return items_of_pairs(paired_samples(a, b), metric)
@@ -92,8 +98,15 @@ def _same_items(x: Sequence[Any], y: Sequence[Any]) -> bool:
     return len(x) == len(y) and all(i is j for i, j in zip(x, y))
 
 
-def compare_metric(spec: Benchmark, metric: Metric, aggregation: Any, a_items: Sequence[Any], b_items: Sequence[Any], *,
-                   iterations: int | None = None) -> stats.Paired:
+def compare_metric(
+    spec: Benchmark,
+    metric: Metric,
+    aggregation: Any,
+    a_items: Sequence[Any],
+    b_items: Sequence[Any],
+    *,
+    iterations: int | None = None,
+) -> stats.Paired:
     clusters = _clusters(spec, a_items, b_items)
     sa, sb = errorbars.item_scores(metric, a_items), errorbars.item_scores(metric, b_items)
     result = None
@@ -101,14 +114,21 @@ def compare_metric(spec: Benchmark, metric: Metric, aggregation: Any, a_items: S
         result = stats.paired_mean(sa, sb, clusters=clusters, scale=errorbars.SCALE[metric.unit], iterations=iterations)
     elif metric.sufficient is not None:
         try:
-            result = stats.paired_sufficient(metric.sufficient, list(a_items), list(b_items), clusters=clusters,
-                                             iterations=iterations)
+            result = stats.paired_sufficient(
+                metric.sufficient, list(a_items), list(b_items), clusters=clusters, iterations=iterations
+            )
         except (KeyError, TypeError, ValueError):
             result = None  # items the counts cannot read: the generic route below
     if result is None:
         with errorbars.quiet():
-            result = stats.paired_bootstrap(aggregation, list(a_items), list(b_items), clusters=clusters,
-                                            iterations=iterations, relabel=spec.cluster_key if clusters is not None else None)
+            result = stats.paired_bootstrap(
+                aggregation,
+                list(a_items),
+                list(b_items),
+                clusters=clusters,
+                iterations=iterations,
+                relabel=spec.cluster_key if clusters is not None else None,
+            )
     return replace(result, method=f"{result.method} by {spec.cluster_key}") if clusters is not None else result
 
 
@@ -119,14 +139,16 @@ def _clusters(spec: Benchmark, a_items: Sequence[Any], b_items: Sequence[Any]) -
     return clusters
 
 
-def compare_sufficients(spec: Benchmark, group: Sequence[tuple[str, Metric, Sequence[Any], Sequence[Any]]], *,
-                        iterations: int | None = None) -> list[stats.Paired]:
+def compare_sufficients(
+    spec: Benchmark, group: Sequence[tuple[str, Metric, Sequence[Any], Sequence[Any]]], *, iterations: int | None = None
+) -> list[stats.Paired]:
     """:func:`compare_metric` of counted metrics (``Metric.sufficient``) over the same paired items, from
     one set of resamples (issue 40: one resample matrix for every metric of a task pair)."""
     a_items, b_items = group[0][2], group[0][3]
     clusters = _clusters(spec, a_items, b_items)
-    results = stats.paired_sufficients([(m.sufficient, a, b) for _, m, a, b in group], clusters=clusters,
-                                       iterations=iterations)
+    results = stats.paired_sufficients(
+        [(m.sufficient, a, b) for _, m, a, b in group], clusters=clusters, iterations=iterations
+    )
     return [replace(r, method=f"{r.method} by {spec.cluster_key}") if clusters is not None else r for r in results]
 
 
@@ -187,7 +209,9 @@ def compare_runs(a: Run, b: Run, *, iterations: int | None = None, notes: list[s
         results: dict[str, stats.Paired] = {}
         seen: list[tuple[list[Any], list[Any]]] = []  # item lists already built: metrics sharing items share them
         # a metric no line names carries the line's first item (logged_samples.lean): all such share one pairing
-        named = set(itertools.chain.from_iterable(s.keys() for s in sa)) | set(itertools.chain.from_iterable(s.keys() for s in sb))
+        named = set(itertools.chain.from_iterable(s.keys() for s in sa)) | set(
+            itertools.chain.from_iterable(s.keys() for s in sb)
+        )
         built: dict[str | None, tuple[list[Any], list[Any], int]] = {}
         batched: dict[tuple[int, int], list[tuple[str, Metric, list[Any], list[Any]]]] = {}
         for name, metric in task_metrics.items():
@@ -209,12 +233,15 @@ def compare_runs(a: Run, b: Run, *, iterations: int | None = None, notes: list[s
                 else:
                     seen.append((a_items, b_items))
                 if unscored:
-                    why.setdefault(f"{unscored} item(s) unscored in either run left out of the pairing", []).append(name)
+                    why.setdefault(f"{unscored} item(s) unscored in either run left out of the pairing", []).append(
+                        name
+                    )
                 if metric.sufficient is not None and errorbars.item_scores(metric, a_items) is None:
                     batched.setdefault((id(a_items), id(b_items)), []).append((name, metric, a_items, b_items))
                     continue
-                results[name] = compare_metric(spec, metric, getattr(hooks, metric.hook), a_items, b_items,
-                                               iterations=iterations)
+                results[name] = compare_metric(
+                    spec, metric, getattr(hooks, metric.hook), a_items, b_items, iterations=iterations
+                )
             except Exception as exc:  # one metric's failure must not hide the others
                 notes.append(f"{task} {name}: not compared: {type(exc).__name__}: {exc}")
         for group in batched.values():  # one set of resamples for every counted metric over the same items
@@ -226,8 +253,9 @@ def compare_runs(a: Run, b: Run, *, iterations: int | None = None, notes: list[s
                 pass  # items the counts cannot read: each metric by its own route (the generic fallback)
             for name, metric, a_items, b_items in group:
                 try:
-                    results[name] = compare_metric(spec, metric, getattr(hooks, metric.hook), a_items, b_items,
-                                                   iterations=iterations)
+                    results[name] = compare_metric(
+                        spec, metric, getattr(hooks, metric.hook), a_items, b_items, iterations=iterations
+                    )
                 except Exception as exc:  # one metric's failure must not hide the others
                     notes.append(f"{task} {name}: not compared: {type(exc).__name__}: {exc}")
         for name in task_metrics:
@@ -260,23 +288,41 @@ def render(rows: Sequence[Row], a_label: str, b_label: str) -> str:
     for r in rows:
         ci = "—" if r.ci_low is None else f"[{_num(r.ci_low)}, {_num(r.ci_high)}]"
         mark = " *" if r.significant else ""
-        body.append((r.task, r.metric, _num(r.a), _num(r.b), _num(r.diff) + mark, ci, p_text(r.p_value, r.resamples),
-                     str(r.n), r.method))
+        body.append(
+            (
+                r.task,
+                r.metric,
+                _num(r.a),
+                _num(r.b),
+                _num(r.diff) + mark,
+                ci,
+                p_text(r.p_value, r.resamples),
+                str(r.n),
+                r.method,
+            )
+        )
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     lines = [f"A = {a_label}", f"B = {b_label}", ""]
     lines += ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip() for line in (head, *body)]
-    lines += ["", "Paired on the items both runs scored (n). * the 95% CI of B - A excludes 0, the same as p < 0.05: both",
-              "come from the same seeded bootstrap resamples (percentile interval; p = twice the smaller share of",
-              "resampled differences on either side of 0). '—': no interval, see the notes."]
+    lines += [
+        "",
+        "Paired on the items both runs scored (n). * the 95% CI of B - A excludes 0, the same as p < 0.05: both",
+        "come from the same seeded bootstrap resamples (percentile interval; p = twice the smaller share of",
+        "resampled differences on either side of 0). '—': no interval, see the notes.",
+    ]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lmms-eval-plugins compare", description=__doc__.split("\n\n")[0])
-    parser.add_argument("output_a", type=Path, help="the first run's lmms-eval --output_path folder (or one run inside it)")
+    parser.add_argument(
+        "output_a", type=Path, help="the first run's lmms-eval --output_path folder (or one run inside it)"
+    )
     parser.add_argument("output_b", type=Path, help="the second run's")
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
-    parser.add_argument("--iterations", type=int, default=None, help=f"bootstrap iterations (default {stats.BOOTSTRAP_ENV} or 1000)")
+    parser.add_argument(
+        "--iterations", type=int, default=None, help=f"bootstrap iterations (default {stats.BOOTSTRAP_ENV} or 1000)"
+    )
     args = parser.parse_args(argv)
     notes: list[str] = []
     try:
@@ -296,9 +342,11 @@ def main(argv: list[str] | None = None) -> int:
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     if not rows:
-        print("lmms-eval-plugins compare: nothing to compare: no task and metric that both runs scored on shared "
-              "items (the notes above say why for each task; logged samples come from lmms-eval --log_samples)",
-              file=sys.stderr)
+        print(
+            "lmms-eval-plugins compare: nothing to compare: no task and metric that both runs scored on shared "
+            "items (the notes above say why for each task; logged samples come from lmms-eval --log_samples)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

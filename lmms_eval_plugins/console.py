@@ -43,8 +43,9 @@ def _no_error_bar(value: Any, unit: str | None) -> bool:
     return isinstance(value, (dict, list))  # not one of ours: only breakdowns are known to have none
 
 
-def display_values(result_dict: dict[str, Any], compact: bool = True,
-                   unit_of: Callable[[str, str], str | None] = spec_unit) -> dict[str, Any]:
+def display_values(
+    result_dict: dict[str, Any], compact: bool = True, unit_of: Callable[[str, str], str | None] = spec_unit
+) -> dict[str, Any]:
     """A copy of lmms-eval's results dict for its console table: count and breakdown rows (unit from the
     benchmark spec) and null values get no stderr (lmms-eval prints a 0.0000 it computed over counts), and with
     ``compact`` dict/list values are shortened to ``{N entries, see results JSON}``."""
@@ -109,8 +110,8 @@ def judge_error_causes(result_dict: Mapping[str, Any]) -> list[tuple[str, str, i
     reports = result_dict.get(JUDGES_KEY)
     for report in reports if isinstance(reports, list) else []:
         by_host = report.get("judge_errors_by_cause") if isinstance(report, Mapping) else None
-        for host, by_cause in (by_host.items() if isinstance(by_host, Mapping) else ()):
-            for cause, n in (by_cause.items() if isinstance(by_cause, Mapping) else ()):
+        for host, by_cause in by_host.items() if isinstance(by_host, Mapping) else ():
+            for cause, n in by_cause.items() if isinstance(by_cause, Mapping) else ():
                 if isinstance(n, int) and not isinstance(n, bool) and n > 0:
                     counts[(str(cause), str(host))] = counts.get((str(cause), str(host)), 0) + n
     return sorted(((c, h, n) for (c, h), n in counts.items()), key=lambda t: (-t[2], t[0], t[1]))
@@ -123,7 +124,11 @@ def unscored_counts(result_dict: dict[str, Any]) -> dict[str, int]:
     for task, metrics in (result_dict.get("results") or {}).items():
         if not isinstance(metrics, dict):
             continue
-        n = sum(v for k, v in metrics.items() if k.split(",")[0] == "unscored" and isinstance(v, int) and not isinstance(v, bool))
+        n = sum(
+            v
+            for k, v in metrics.items()
+            if k.split(",")[0] == "unscored" and isinstance(v, int) and not isinstance(v, bool)
+        )
         if n and task not in groups:
             counts[task] = n
     return counts
@@ -140,17 +145,27 @@ def unscored_block(result_dict: dict[str, Any], argv: list[str]) -> str:
     output_path = (lmms_eval_output_path(argv) or "OUTPUT_PATH").rstrip("/")
     kept = "--log_samples" in argv or "--predict_only" in argv
     bar = "=" * 100
-    lines = [bar, f"lmms-eval-plugins: {total} sample(s) are UNSCORED; their metrics are null (never counted as wrong):"]
+    lines = [
+        bar,
+        f"lmms-eval-plugins: {total} sample(s) are UNSCORED; their metrics are null (never counted as wrong):",
+    ]
     lines += [f"  {task}: {n}" for task, n in sorted(counts.items())]
     causes = judge_error_causes(result_dict)
     if causes:
         lines.append("Judge errors (samples), by cause:")
         for cause, host, n in causes:
             lines += [f"  {n} x {cause} at {host}", f"      fix: {judge_fix(cause)}"]
-    lines.append("The reason is in each logged sample (`unscored`). Judge failures and --predict_only runs are finished, "
-                 "without the model, by:")
-    lines.append(f"    lmms-eval-plugins score {output_path}" if kept else
-                 "    (none here: this run did not log samples; pass --log_samples so `lmms-eval-plugins score` can finish them)")
-    lines.append("Failed model requests need the model: run the same command again (with --use_cache DIR only they are asked again).")
+    lines.append(
+        "The reason is in each logged sample (`unscored`). Judge failures and --predict_only runs are finished, "
+        "without the model, by:"
+    )
+    lines.append(
+        f"    lmms-eval-plugins score {output_path}"
+        if kept
+        else "    (none here: this run did not log samples; pass --log_samples so `lmms-eval-plugins score` can finish them)"
+    )
+    lines.append(
+        "Failed model requests need the model: run the same command again (with --use_cache DIR only they are asked again)."
+    )
     lines.append(bar)
     return "\n" + escape_controls("\n".join(lines))  # task names, causes and hosts come from the results dict

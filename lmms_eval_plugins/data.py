@@ -49,25 +49,35 @@ class DataSource:
     hub_repo: str | None = None
 
     def describe(self) -> str:
-        return f"{self.benchmark} from the hub ({self.hub_repo})" if self.kind == "hub" else f"{self.benchmark} from {self.root}"
+        return (
+            f"{self.benchmark} from the hub ({self.hub_repo})"
+            if self.kind == "hub"
+            else f"{self.benchmark} from {self.root}"
+        )
 
 
 def source_spec(dataset: Any) -> dict[str, Any]:
     """Read the one-row source file that every task YAML loads (see module docstring)."""
     rows = list(dataset)
     if len(rows) != 1 or "benchmark" not in rows[0]:
-        raise DataError("a task's source file must hold exactly one row with a 'benchmark' field",
-                        fix="reinstall lmms-eval-plugins; the task folder is damaged")
+        raise DataError(
+            "a task's source file must hold exactly one row with a 'benchmark' field",
+            fix="reinstall lmms-eval-plugins; the task folder is damaged",
+        )
     return dict(rows[0])
 
 
-def resolve_source(benchmark: str, source: str, *, sample_dir: Path | None, hub_repo: str | None,
-                   local_layout: str) -> DataSource:
+def resolve_source(
+    benchmark: str, source: str, *, sample_dir: Path | None, hub_repo: str | None, local_layout: str
+) -> DataSource:
     """Decide where ``benchmark`` is read from. ``local_layout`` is shown to users in errors."""
     if source == "sample":
         if sample_dir is None or not sample_dir.is_dir():
-            raise DataError(f"the bundled sample of {benchmark} is missing", path=str(sample_dir or "(not set: load the task through its utils.py)"),
-                            fix="reinstall lmms-eval-plugins (sample data ships inside the wheel)")
+            raise DataError(
+                f"the bundled sample of {benchmark} is missing",
+                path=str(sample_dir or "(not set: load the task through its utils.py)"),
+                fix="reinstall lmms-eval-plugins (sample data ships inside the wheel)",
+            )
         return DataSource(benchmark, "sample", sample_dir)
     if source != "auto":
         raise DataError(f"unknown data source {source!r} for {benchmark}", fix="use 'auto' or 'sample'")
@@ -75,19 +85,32 @@ def resolve_source(benchmark: str, source: str, *, sample_dir: Path | None, hub_
     if data_root:
         folder = Path(data_root).expanduser().resolve() / benchmark
         if not folder.is_dir():
-            raise DataError(f"{DATA_ROOT_ENV} is set but holds no '{benchmark}' folder", path=str(folder),
-                            fix=f"put the data in this layout: {local_layout}")
+            raise DataError(
+                f"{DATA_ROOT_ENV} is set but holds no '{benchmark}' folder",
+                path=str(folder),
+                fix=f"put the data in this layout: {local_layout}",
+            )
         return DataSource(benchmark, "local", folder)
     if hub_repo is None:
         raise DataError(
             f"the {benchmark} data is not public yet, so it cannot be downloaded",
             fix=f"set {DATA_ROOT_ENV}=/path/to/data with this layout: {local_layout} "
-                f"(or run the bundled sample: --tasks {benchmark}_sample)")
+            f"(or run the bundled sample: --tasks {benchmark}_sample)",
+        )
     return DataSource(benchmark, "hub", None, hub_repo)
 
 
-def safe_path(root: str | Path, value: Any, *, record: str | None, field: str = "path", name: bool = False,
-              under: str = "", suffix: str = "", within: str | Path | None = None) -> Path:
+def safe_path(
+    root: str | Path,
+    value: Any,
+    *,
+    record: str | None,
+    field: str = "path",
+    name: bool = False,
+    under: str = "",
+    suffix: str = "",
+    within: str | Path | None = None,
+) -> Path:
     """The one containment rule for every path built from data: the real path of ``root/under/value+suffix``.
 
     ``value`` comes from the data: a path relative to ``root`` or, with ``name=True``, an id used as a
@@ -101,11 +124,14 @@ def safe_path(root: str | Path, value: Any, *, record: str | None, field: str = 
     in. The path need not exist. Anything else raises :class:`DataError` naming the record, the field,
     the offending value and the root, with the fix.
     """
+
     def refuse(problem: str, fix: str) -> DataError:
         return DataError(f"{field} {value!r} {problem}", record=record, path=str(root), fix=fix)
 
-    relative_fix = (f"write the record's {field} relative to the benchmark folder, with '/' separators, "
-                    "and keep it inside that folder")
+    relative_fix = (
+        f"write the record's {field} relative to the benchmark folder, with '/' separators, "
+        "and keep it inside that folder"
+    )
     if not isinstance(value, str):
         raise refuse("is not a string", relative_fix)
     if not value.strip():
@@ -119,20 +145,26 @@ def safe_path(root: str | Path, value: Any, *, record: str | None, field: str = 
     if PureWindowsPath(value).anchor or Path(value).is_absolute():
         raise refuse("is absolute, so it escapes the benchmark folder", relative_fix)
     if name and ("/" in value or ".." in value):
-        raise refuse("is used as a file name, so it may hold no '/' and no '..'",
-                     f"give the record a plain {field} (letters, digits, '_', '-', '.')")
+        raise refuse(
+            "is used as a file name, so it may hold no '/' and no '..'",
+            f"give the record a plain {field} (letters, digits, '_', '-', '.')",
+        )
     if ".." in value.split("/"):
         raise refuse("escapes the benchmark folder ('..')", relative_fix)
     longest = max((value + suffix).split("/"), key=lambda part: len(part.encode("utf-8", "surrogatepass")))
     if len(longest.encode("utf-8", "surrogatepass")) > NAME_MAX:  # else the first stat() is an OSError
-        raise refuse(f"holds a name of {len(longest.encode('utf-8', 'surrogatepass'))} bytes; file systems allow "
-                     f"{NAME_MAX}", f"rename the file (and the record's {field}) to at most {NAME_MAX} bytes a name")
+        raise refuse(
+            f"holds a name of {len(longest.encode('utf-8', 'surrogatepass'))} bytes; file systems allow {NAME_MAX}",
+            f"rename the file (and the record's {field}) to at most {NAME_MAX} bytes a name",
+        )
     container = Path(os.path.realpath(within if within is not None else root))
     real = Path(os.path.realpath(Path(root, under, value + suffix)))
     if not real.is_relative_to(container):
-        raise refuse(f"escapes the benchmark folder: it resolves to {real}, outside {container} "
-                     "(a symbolic link pointing out of the folder)",
-                     "copy the file into the benchmark folder, or link it to a place inside that folder")
+        raise refuse(
+            f"escapes the benchmark folder: it resolves to {real}, outside {container} "
+            "(a symbolic link pointing out of the folder)",
+            "copy the file into the benchmark folder, or link it to a place inside that folder",
+        )
     return real
 
 
@@ -151,17 +183,29 @@ def require_file(path: Path, *, record: str, what: str, fix: str) -> Path:
     return path
 
 
-def find_with_extensions(root: Path, stem: str, extensions: Sequence[str], *, record: str | None,
-                         field: str = "question_id", under: str = "", within: Path | None = None) -> Path | None:
+def find_with_extensions(
+    root: Path,
+    stem: str,
+    extensions: Sequence[str],
+    *,
+    record: str | None,
+    field: str = "question_id",
+    under: str = "",
+    within: Path | None = None,
+) -> Path | None:
     """The first existing ``root/under/<stem>.<ext>``; ``stem`` (an id from the data) goes through :func:`safe_path`."""
     for ext in extensions:
-        path = safe_path(root, stem, record=record, field=field, name=True, under=under, suffix=f".{ext}", within=within)
+        path = safe_path(
+            root, stem, record=record, field=field, name=True, under=under, suffix=f".{ext}", within=within
+        )
         if path.is_file():
             return path
     return None
 
 
-def require_unique(records: Sequence[Mapping[str, Any]], field: str, *, path: Path, where: Callable[[int], str]) -> None:
+def require_unique(
+    records: Sequence[Mapping[str, Any]], field: str, *, path: Path, where: Callable[[int], str]
+) -> None:
     """A ``DataError`` naming the first id used twice, both places (``where(index)``: "line 3") and the file."""
     first: dict[Any, int] = {}
     for index, record in enumerate(records):
@@ -169,13 +213,20 @@ def require_unique(records: Sequence[Mapping[str, Any]], field: str, *, path: Pa
         if isinstance(key, str):
             problem = id_text_problem(key)
             if problem:
-                raise DataError(f"{field} {key.encode('unicode_escape').decode('ascii')[:80]!r} {problem} ({where(index)})",
-                                record=key.encode("unicode_escape").decode("ascii")[:80], path=str(path),
-                                fix=f"give the record a {field} of printable characters")
+                raise DataError(
+                    f"{field} {key.encode('unicode_escape').decode('ascii')[:80]!r} {problem} ({where(index)})",
+                    record=key.encode("unicode_escape").decode("ascii")[:80],
+                    path=str(path),
+                    fix=f"give the record a {field} of printable characters",
+                )
             key = unicodedata.normalize("NFC", key)  # the NFC and NFD spellings of one id are one id
         if key in first:
-            raise DataError(f"{field} {key!r} is used twice ({where(first[key])} and {where(index)})", record=str(key),
-                            path=str(path), fix=f"give every record its own {field}")
+            raise DataError(
+                f"{field} {key!r} is used twice ({where(first[key])} and {where(index)})",
+                record=str(key),
+                path=str(path),
+                fix=f"give every record its own {field}",
+            )
         first[key] = index
 
 
@@ -214,8 +265,9 @@ def media_skip_reason(error: MediaError) -> str:
     return MISSING_MEDIA if error.path and not Path(error.path).exists() else UNREADABLE_MEDIA
 
 
-def keep_records_with_media(benchmark: str, records: Iterable[Any], check: Callable[[Any], None], *,
-                            skipped: Mapping[str, int] | None = None) -> Kept:
+def keep_records_with_media(
+    benchmark: str, records: Iterable[Any], check: Callable[[Any], None], *, skipped: Mapping[str, int] | None = None
+) -> Kept:
     """Run ``check`` (raises MediaError) on each record; skip failures only when the user asked to.
 
     ``skipped``: records the caller already left out, by reason; the result counts both.
@@ -234,9 +286,11 @@ def keep_records_with_media(benchmark: str, records: Iterable[Any], check: Calla
     if counts:
         from loguru import logger
 
-        logger.warning(f"[{benchmark}] left out {sum(counts.values())} record(s): "
-                       + ", ".join(f"{n} {reason}" for reason, n in kept.skipped.items())
-                       + " (reported as the 'skipped' and 'skipped_by_reason' metrics)")
+        logger.warning(
+            f"[{benchmark}] left out {sum(counts.values())} record(s): "
+            + ", ".join(f"{n} {reason}" for reason, n in kept.skipped.items())
+            + " (reported as the 'skipped' and 'skipped_by_reason' metrics)"
+        )
     if not kept:
         raise DataError(f"no {benchmark} record has its media", fix="check the data folder layout")
     return kept
@@ -260,19 +314,21 @@ def stamp_skipped(docs: Iterable[dict[str, Any]], records: Any) -> list[dict[str
 DOWNLOAD_TIMEOUT_ENV = "LMMS_EVAL_PLUGINS_DOWNLOAD_TIMEOUT"
 DOWNLOAD_RETRIES_ENV = "LMMS_EVAL_PLUGINS_DOWNLOAD_RETRIES"
 DEFAULT_DOWNLOAD_TIMEOUT = 30.0  # seconds to connect, and between two reads, per attempt
-DEFAULT_DOWNLOAD_RETRIES = 3     # attempts after the first, on a timeout, a dropped connection or HTTP 408/429/5xx
+DEFAULT_DOWNLOAD_RETRIES = 3  # attempts after the first, on a timeout, a dropped connection or HTTP 408/429/5xx
 _RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 # The timeout above bounds each socket read: a server trickling a byte at a time never trips it. These bound
 # one file's whole download (every attempt) and its size (an endless body is not an image).
 DOWNLOAD_DEADLINE_ENV = "LMMS_EVAL_PLUGINS_DOWNLOAD_DEADLINE"
 DOWNLOAD_MAX_BYTES_ENV = "LMMS_EVAL_PLUGINS_DOWNLOAD_MAX_BYTES"
-DEFAULT_DOWNLOAD_DEADLINE = 120.0       # seconds for one file, all attempts together
+DEFAULT_DOWNLOAD_DEADLINE = 120.0  # seconds for one file, all attempts together
 DEFAULT_DOWNLOAD_MAX_BYTES = 50_000_000  # ErrorRadar's images are well under 1 MB
 
 
 def _local_data_fix() -> str:
-    return (f"or download the data once and set {DATA_ROOT_ENV}=/path/to/data "
-            "(layout: see the task README, `lmms-eval-plugins info TASK`)")
+    return (
+        f"or download the data once and set {DATA_ROOT_ENV}=/path/to/data "
+        "(layout: see the task README, `lmms-eval-plugins info TASK`)"
+    )
 
 
 def _first_line(exc: BaseException, limit: int = 200) -> str:
@@ -330,31 +386,48 @@ def _hub_error(exc: Exception, repo_id: str, what: str, url: str | None) -> Data
     offline = hub_offline()
     if "GatedRepoError" in names:
         why = "no Hugging Face token was sent" if status == 401 else "the token sent has not been granted access"
-        return DataError(f"{what} of the hub dataset {repo_id} is gated: {why} (HTTP {status})", path=url,
-                         fix=f"accept the dataset's terms on {page} while logged in, then set HF_TOKEN to a token "
-                             f"of that account (or run `hf auth login`); {_local_data_fix()}")
+        return DataError(
+            f"{what} of the hub dataset {repo_id} is gated: {why} (HTTP {status})",
+            path=url,
+            fix=f"accept the dataset's terms on {page} while logged in, then set HF_TOKEN to a token "
+            f"of that account (or run `hf auth login`); {_local_data_fix()}",
+        )
     if "RepositoryNotFoundError" in names:
-        return DataError(f"the hub dataset {repo_id} was not found (HTTP {status}): it does not exist, or it is "
-                         "private and no token with access was sent", path=url,
-                         fix=f"check the name on {page}; if it is private, set HF_TOKEN to a token with access; "
-                             f"{_local_data_fix()}")
+        return DataError(
+            f"the hub dataset {repo_id} was not found (HTTP {status}): it does not exist, or it is "
+            "private and no token with access was sent",
+            path=url,
+            fix=f"check the name on {page}; if it is private, set HF_TOKEN to a token with access; {_local_data_fix()}",
+        )
     if "RevisionNotFoundError" in names:
-        return DataError(f"the hub dataset {repo_id} has no such revision (HTTP {status})", path=url,
-                         fix=f"use its main branch; {_local_data_fix()}")
+        return DataError(
+            f"the hub dataset {repo_id} has no such revision (HTTP {status})",
+            path=url,
+            fix=f"use its main branch; {_local_data_fix()}",
+        )
     if "RemoteEntryNotFoundError" in names or ("EntryNotFoundError" in names and status == 404):
-        return DataError(f"{what} is not in the hub dataset {repo_id} (HTTP 404)", path=url,
-                         fix=f"the dataset's layout may have changed: compare {page}/tree/main with the layout in "
-                             f"the task README; {_local_data_fix()}")
+        return DataError(
+            f"{what} is not in the hub dataset {repo_id} (HTTP 404)",
+            path=url,
+            fix=f"the dataset's layout may have changed: compare {page}/tree/main with the layout in "
+            f"the task README; {_local_data_fix()}",
+        )
     if offline or "OfflineModeIsEnabled" in names:
-        return DataError(f"{what} of the hub dataset {repo_id} is not in the Hugging Face cache "
-                         f"({constants.HF_HUB_CACHE}), and HF_HUB_OFFLINE=1 forbids downloading it", path=url,
-                         fix="run once with network access (HF_HUB_OFFLINE unset) to fill the cache, or point "
-                             f"HF_HUB_CACHE (or HF_HOME) at the cache that holds it; {_local_data_fix()}")
+        return DataError(
+            f"{what} of the hub dataset {repo_id} is not in the Hugging Face cache "
+            f"({constants.HF_HUB_CACHE}), and HF_HUB_OFFLINE=1 forbids downloading it",
+            path=url,
+            fix="run once with network access (HF_HUB_OFFLINE unset) to fill the cache, or point "
+            f"HF_HUB_CACHE (or HF_HOME) at the cache that holds it; {_local_data_fix()}",
+        )
     root = chain[-1]  # the first failure (a refused connection, a timeout), not huggingface_hub's summary
     reason = f"HTTP {status}" if status else f"{type(root).__name__}: {_first_line(root)}"
-    return DataError(f"could not download {what} from the hub dataset {repo_id} ({reason})", path=url,
-                     fix=f"check the network and the hub address ({constants.ENDPOINT}; HF_ENDPOINT changes it), "
-                         f"then run again: cached files are reused and downloads resume; {_local_data_fix()}")
+    return DataError(
+        f"could not download {what} from the hub dataset {repo_id} ({reason})",
+        path=url,
+        fix=f"check the network and the hub address ({constants.ENDPOINT}; HF_ENDPOINT changes it), "
+        f"then run again: cached files are reused and downloads resume; {_local_data_fix()}",
+    )
 
 
 def hub_file(repo_id: str, filename: str) -> Path:
@@ -398,10 +471,12 @@ def hub_snapshot(repo_id: str, allow_patterns: Sequence[str] | None = None) -> P
     except Exception as exc:
         raise _hub_error(exc, repo_id, what, None) from exc
     if patterns and not _matches_any(folder, patterns):
-        raise DataError(f"the hub dataset {repo_id} has no file matching {_describe_patterns(patterns)}",
-                        path=str(folder),
-                        fix=f"the dataset's layout may have changed: compare it with the layout in the task "
-                            f"README; {_local_data_fix()}")
+        raise DataError(
+            f"the hub dataset {repo_id} has no file matching {_describe_patterns(patterns)}",
+            path=str(folder),
+            fix=f"the dataset's layout may have changed: compare it with the layout in the task "
+            f"README; {_local_data_fix()}",
+        )
     return folder
 
 
@@ -413,30 +488,39 @@ def cache_dir(*parts: str) -> Path:
 
 def download_settings() -> tuple[float, int]:
     """(timeout in seconds, retries) for :func:`fetch_url`, from the environment (see the names above)."""
+
     def read(name: str, default: float, whole: bool, minimum: float) -> float:
         try:
             return env_number(name, default, whole=whole, minimum=minimum)
         except BadSetting:
-            raise DataError(f"{name}={os.environ.get(name, '').strip()!r} is not a valid setting",
-                            fix=f"set {name} to a {'whole ' if whole else ''}number of at least {minimum:g} "
-                                f"(default {default:g}), or unset it") from None
+            raise DataError(
+                f"{name}={os.environ.get(name, '').strip()!r} is not a valid setting",
+                fix=f"set {name} to a {'whole ' if whole else ''}number of at least {minimum:g} "
+                f"(default {default:g}), or unset it",
+            ) from None
 
-    return (float(read(DOWNLOAD_TIMEOUT_ENV, DEFAULT_DOWNLOAD_TIMEOUT, False, 0.001)),
-            int(read(DOWNLOAD_RETRIES_ENV, DEFAULT_DOWNLOAD_RETRIES, True, 0)))
+    return (
+        float(read(DOWNLOAD_TIMEOUT_ENV, DEFAULT_DOWNLOAD_TIMEOUT, False, 0.001)),
+        int(read(DOWNLOAD_RETRIES_ENV, DEFAULT_DOWNLOAD_RETRIES, True, 0)),
+    )
 
 
 def download_limits() -> tuple[float, int]:
     """(deadline in seconds for one file, all attempts; largest file in bytes) for :func:`fetch_url`."""
+
     def read(name: str, default: float, whole: bool) -> float:
         try:
             return env_number(name, default, whole=whole, minimum=1 if whole else 0.001)
         except BadSetting:
-            raise DataError(f"{name}={os.environ.get(name, '').strip()!r} is not a valid setting",
-                            fix=f"set {name} to a positive {'whole ' if whole else ''}number (default {default:g}), "
-                                "or unset it") from None
+            raise DataError(
+                f"{name}={os.environ.get(name, '').strip()!r} is not a valid setting",
+                fix=f"set {name} to a positive {'whole ' if whole else ''}number (default {default:g}), or unset it",
+            ) from None
 
-    return (float(read(DOWNLOAD_DEADLINE_ENV, DEFAULT_DOWNLOAD_DEADLINE, False)),
-            int(read(DOWNLOAD_MAX_BYTES_ENV, DEFAULT_DOWNLOAD_MAX_BYTES, True)))
+    return (
+        float(read(DOWNLOAD_DEADLINE_ENV, DEFAULT_DOWNLOAD_DEADLINE, False)),
+        int(read(DOWNLOAD_MAX_BYTES_ENV, DEFAULT_DOWNLOAD_MAX_BYTES, True)),
+    )
 
 
 class _Transient(Exception):
@@ -499,11 +583,21 @@ def _download_once(url: str, part: Path, timeout: float, deadline: float, max_by
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise bounded_http.DeadlinePassed(0, have)
-        status, _, _ = bounded_http.fetch(url, headers=headers, max_bytes=max_bytes, deadline=remaining,
-                                          timeout=timeout, sink=Sink(), on_headers=on_headers)  # type: ignore[arg-type]
+        status, _, _ = bounded_http.fetch(
+            url,
+            headers=headers,
+            max_bytes=max_bytes,
+            deadline=remaining,
+            timeout=timeout,
+            sink=Sink(),
+            on_headers=on_headers,
+        )  # type: ignore[arg-type]
     except bounded_http.BodyTooLarge as exc:  # only when the server ignored our range: the whole file is too large
-        raise _OverLimit(f"the server announces {exc.size:,} bytes, above the cap of {max_bytes:,}" if exc.announced
-                         else f"the body goes past the cap of {max_bytes:,} bytes") from exc
+        raise _OverLimit(
+            f"the server announces {exc.size:,} bytes, above the cap of {max_bytes:,}"
+            if exc.announced
+            else f"the body goes past the cap of {max_bytes:,} bytes"
+        ) from exc
     except bounded_http.DeadlinePassed as exc:
         raise _OverLimit(f"not complete within the deadline ({state['size']:,} bytes received)") from exc
     except UnsafePathError as exc:  # a link planted at the part file: never written through
@@ -530,8 +624,15 @@ def _download_once(url: str, part: Path, timeout: float, deadline: float, max_by
         raise _Transient(f"the connection closed after {size} of {total} bytes")
 
 
-def fetch_url(url: str, dest: Path, *, record: str, timeout: float | None = None, retries: int | None = None,
-              limits: tuple[float, int] | None = None) -> Path:
+def fetch_url(
+    url: str,
+    dest: Path,
+    *,
+    record: str,
+    timeout: float | None = None,
+    retries: int | None = None,
+    limits: tuple[float, int] | None = None,
+) -> Path:
     """Download ``url`` to ``dest`` once (atomic rename); later calls reuse the file.
 
     ``timeout`` and ``retries`` default to :func:`download_settings`. A timeout, a dropped connection or
@@ -552,22 +653,29 @@ def fetch_url(url: str, dest: Path, *, record: str, timeout: float | None = None
     skip = f"or set {SKIP_MISSING_MEDIA_ENV}=1 to leave such records out (they are counted as skipped)"
     by_hand = f"put a copy of the file at {dest}, use a local copy of the data via {DATA_ROOT_ENV}, {skip}"
     if hub_offline():  # the user asked for no network: an uncached file is missing, not fetched
-        raise MediaError(f"{url} is not in the download cache, and HF_HUB_OFFLINE=1 forbids downloading it",
-                         record=record, path=str(dest),
-                         fix=f"run once with network access (HF_HUB_OFFLINE unset) to fill the cache, or {by_hand}")
+        raise MediaError(
+            f"{url} is not in the download cache, and HF_HUB_OFFLINE=1 forbids downloading it",
+            record=record,
+            path=str(dest),
+            fix=f"run once with network access (HF_HUB_OFFLINE unset) to fill the cache, or {by_hand}",
+        )
     seconds, max_bytes = limits or download_limits()
     deadline = time.monotonic() + seconds
     dest.parent.mkdir(parents=True, exist_ok=True)
     # a private, new part file (never through a link): the download resumes into it, then moves into place
     part = dest.parent / f".{dest.name}.{secrets.token_hex(8)}.part"
     if not write_new(part, b"", mode=0o600):
-        raise MediaError(f"{part} appeared while the download of {url} was starting", record=record, path=str(dest),
-                         fix="run again (another process is downloading the same file)")
+        raise MediaError(
+            f"{part} appeared while the download of {url} was starting",
+            record=record,
+            path=str(dest),
+            fix="run again (another process is downloading the same file)",
+        )
     problems: list[str] = []
     try:
         for attempt in range(retries + 1):
             if attempt:
-                time.sleep(max(0.0, min(0.25 * 2 ** attempt, 4.0, deadline - time.monotonic())))
+                time.sleep(max(0.0, min(0.25 * 2**attempt, 4.0, deadline - time.monotonic())))
             try:
                 if time.monotonic() > deadline:
                     raise _OverLimit("not complete within the deadline")
@@ -576,24 +684,39 @@ def fetch_url(url: str, dest: Path, *, record: str, timeout: float | None = None
                 problems.append(str(exc))
                 continue
             except _OverLimit as exc:
-                raise MediaError(f"could not download {url}: {exc} (deadline {seconds:g}s, cap {max_bytes:,} bytes)",
-                                 record=record, path=str(dest),
-                                 fix=f"for a slow server or a genuine large file raise {DOWNLOAD_DEADLINE_ENV} or "
-                                     f"{DOWNLOAD_MAX_BYTES_ENV}; or {by_hand}") from exc
+                raise MediaError(
+                    f"could not download {url}: {exc} (deadline {seconds:g}s, cap {max_bytes:,} bytes)",
+                    record=record,
+                    path=str(dest),
+                    fix=f"for a slow server or a genuine large file raise {DOWNLOAD_DEADLINE_ENV} or "
+                    f"{DOWNLOAD_MAX_BYTES_ENV}; or {by_hand}",
+                ) from exc
             except _Refused as exc:
-                what = {404: "not found: the file is gone from that address", 410: "gone",
-                        401: "the server asks for credentials", 403: "forbidden"}.get(exc.status, exc.reason)
-                raise MediaError(f"could not download {url}: HTTP {exc.status} ({what})" if exc.status else
-                                 f"could not download {url}: {exc.reason}", record=record, path=str(dest),
-                                 fix=by_hand) from exc
+                what = {
+                    404: "not found: the file is gone from that address",
+                    410: "gone",
+                    401: "the server asks for credentials",
+                    403: "forbidden",
+                }.get(exc.status, exc.reason)
+                raise MediaError(
+                    f"could not download {url}: HTTP {exc.status} ({what})"
+                    if exc.status
+                    else f"could not download {url}: {exc.reason}",
+                    record=record,
+                    path=str(dest),
+                    fix=by_hand,
+                ) from exc
             move_into_place(part, dest)
             return dest
     finally:
         part.unlink(missing_ok=True)
-    raise MediaError(f"could not download {url} in {retries + 1} attempt(s): {'; '.join(problems[-3:])}",
-                     record=record, path=str(dest),
-                     fix=f"check the network; for a slow server raise {DOWNLOAD_TIMEOUT_ENV} (now {timeout:g}s) "
-                         f"or {DOWNLOAD_RETRIES_ENV} (now {retries}); or {by_hand}")
+    raise MediaError(
+        f"could not download {url} in {retries + 1} attempt(s): {'; '.join(problems[-3:])}",
+        record=record,
+        path=str(dest),
+        fix=f"check the network; for a slow server raise {DOWNLOAD_TIMEOUT_ENV} (now {timeout:g}s) "
+        f"or {DOWNLOAD_RETRIES_ENV} (now {retries}); or {by_hand}",
+    )
 
 
 def fetch_all(jobs: Sequence[tuple[str, Path, str]], workers: int = 16) -> list[Path | MediaError]:
@@ -616,7 +739,9 @@ def read_csv_records(path: Path) -> list[dict[str, str]]:
         with open(path, newline="", encoding="utf-8-sig") as handle:
             return [dict(row) for row in csv.DictReader(handle)]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise DataError(f"cannot read CSV: {exc}", path=str(path), fix="check the file is a UTF-8 CSV with a header row") from exc
+        raise DataError(
+            f"cannot read CSV: {exc}", path=str(path), fix="check the file is a UTF-8 CSV with a header row"
+        ) from exc
 
 
 # Bounds of every JSON this package reads (results, logged samples, data files): Python's parser recurses
@@ -676,8 +801,11 @@ def read_json(path: Path) -> Any:
     except FileNotFoundError as exc:
         raise DataError("file not found", path=str(path), fix="check the data folder layout") from exc
     except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset {exc.start}", path=str(path),
-                        fix="re-save the file as UTF-8 (JSON files must be UTF-8)") from exc
+        raise DataError(
+            f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset {exc.start}",
+            path=str(path),
+            fix="re-save the file as UTF-8 (JSON files must be UTF-8)",
+        ) from exc
     except OSError as exc:
         raise DataError(f"cannot read: {exc}", path=str(path), fix="check the file exists and is readable") from exc
     try:
@@ -688,8 +816,10 @@ def read_json(path: Path) -> Any:
         raise DataError(f"{exc}", path=str(path), fix=JSON_LIMIT_FIX) from exc
 
 
-JSON_LIMIT_FIX = (f"no real file of this kind nests more than {MAX_JSON_DEPTH} levels or holds such an integer: "
-                  "the file is damaged or hostile; restore it from its source")
+JSON_LIMIT_FIX = (
+    f"no real file of this kind nests more than {MAX_JSON_DEPTH} levels or holds such an integer: "
+    "the file is damaged or hostile; restore it from its source"
+)
 
 
 class JsonlLineError(DataError):
@@ -732,15 +862,20 @@ def _lines(handle: Any, path: Path) -> Iterator[tuple[int, str]]:
         try:
             raw = handle.readline()
         except OSError as exc:
-            raise DataError(f"cannot read: {exc}", path=str(path), fix="check the file exists and is UTF-8 text") from exc
+            raise DataError(
+                f"cannot read: {exc}", path=str(path), fix="check the file exists and is UTF-8 text"
+            ) from exc
         if not raw:
             return
         number += 1
         try:
             yield number, (raw[:-1] if raw.endswith(b"\n") else raw).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise DataError(f"cannot read: line {number} is not UTF-8 ({exc.reason} at byte {exc.start})", path=str(path),
-                            fix="check the file is UTF-8 text") from exc
+            raise DataError(
+                f"cannot read: line {number} is not UTF-8 ({exc.reason} at byte {exc.start})",
+                path=str(path),
+                fix="check the file is UTF-8 text",
+            ) from exc
 
 
 def _jsonl_record(line: str, number: int, path: Path) -> dict[str, Any]:
@@ -748,14 +883,25 @@ def _jsonl_record(line: str, number: int, path: Path) -> dict[str, Any]:
     try:
         record = parse_json(line)
     except json.JSONDecodeError as exc:
-        raise JsonlLineError(f"line {number}: invalid JSON ({exc.msg})", line=number, json_error=exc.msg,
-                             path=str(path), fix="one JSON object per line") from exc
+        raise JsonlLineError(
+            f"line {number}: invalid JSON ({exc.msg})",
+            line=number,
+            json_error=exc.msg,
+            path=str(path),
+            fix="one JSON object per line",
+        ) from exc
     except JsonLimitError as exc:
-        raise JsonlLineError(f"line {number}: {exc}", line=number, json_error=str(exc), path=str(path),
-                             fix=JSON_LIMIT_FIX) from exc
+        raise JsonlLineError(
+            f"line {number}: {exc}", line=number, json_error=str(exc), path=str(path), fix=JSON_LIMIT_FIX
+        ) from exc
     if not isinstance(record, dict):
-        raise JsonlLineError(f"line {number}: not a JSON object", line=number, json_error=None,
-                             path=str(path), fix="one JSON object per line")
+        raise JsonlLineError(
+            f"line {number}: not a JSON object",
+            line=number,
+            json_error=None,
+            path=str(path),
+            fix="one JSON object per line",
+        )
     return record
 
 
@@ -767,8 +913,12 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 def require_fields(record: dict[str, Any], fields: Iterable[str], *, record_id: str, path: Path) -> None:
     missing = [name for name in fields if name not in record or record[name] is None]
     if missing:
-        raise DataError(f"missing field(s) {', '.join(missing)}", record=record_id, path=str(path),
-                        fix="add the field(s); see the task README for the record schema")
+        raise DataError(
+            f"missing field(s) {', '.join(missing)}",
+            record=record_id,
+            path=str(path),
+            fix="add the field(s); see the task README for the record schema",
+        )
 
 
 def skipped_stamp_feature() -> Any:

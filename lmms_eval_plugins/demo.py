@@ -65,8 +65,10 @@ def judge_note(judges: Mapping[str, str]) -> str:
         return ""
     env = ", ".join(f"{k}={v}" for k, v in JUDGE_ENV.items())
     parts = "; ".join(f"{judge} scored {', '.join(tasks)}" for judge, tasks in sorted(by_judge.items()))
-    return (f"Judged rows: {parts} (offline judges, {env}: deterministic, no endpoint, lower fidelity than the "
-            "LLM judges a real run uses; see the README's \"LLM judges\").")
+    return (
+        f"Judged rows: {parts} (offline judges, {env}: deterministic, no endpoint, lower fidelity than the "
+        'LLM judges a real run uses; see the README\'s "LLM judges").'
+    )
 
 
 def metric_legend(lines: Sequence[str]) -> str:
@@ -127,7 +129,7 @@ def table(runs: Mapping[str, Mapping[str, Any]], columns: Sequence[tuple[str, st
     leaves: list[str] = []
     for run in runs.values():
         groups = {g for g, members in (run.get("group_subtasks") or {}).items() if members}
-        for task in (run.get("results") or {}):
+        for task in run.get("results") or {}:
             if task not in groups and task not in leaves:
                 leaves.append(task)
     leaves.sort()
@@ -161,21 +163,27 @@ def log_excerpt(text: str, n: int = 10) -> list[str]:
     blocks = [i for i, line in enumerate(lines) if line.startswith(STOPPED)]
     if blocks:
         end = next((j for j in range(blocks[-1] + 1, len(lines)) if lines[j].startswith("====")), len(lines))
-        return lines[blocks[-1]:end]
+        return lines[blocks[-1] : end]
     starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
     if starts:
-        end = next((j for j in range(starts[-1] + 1, len(lines)) if lines[j] and not lines[j].startswith(" ")), len(lines) - 1)
-        frames = [line for line in lines[starts[-1]:end + 1] if line.strip(" ^~")]  # no caret lines
+        end = next(
+            (j for j in range(starts[-1] + 1, len(lines)) if lines[j] and not lines[j].startswith(" ")), len(lines) - 1
+        )
+        frames = [line for line in lines[starts[-1] : end + 1] if line.strip(" ^~")]  # no caret lines
         return frames[-n:]
     return [line for line in lines if line.strip()][-n:]
 
 
-def failure_report(missing: Sequence[str], returncode: int, excerpt: Sequence[str], fixes: Sequence[str],
-                   log_path: Path | str) -> list[str]:
+def failure_report(
+    missing: Sequence[str], returncode: int, excerpt: Sequence[str], fixes: Sequence[str], log_path: Path | str
+) -> list[str]:
     """What a failed demo prints first: what failed, the cause from the log, the fix, the doctor hint."""
     what = f"lmms-eval wrote no results for {', '.join(missing)}" if missing else "some tasks have no result"
-    lines = [f"lmms-eval-plugins demo: FAILED: {what} (lmms-eval exit status {returncode}).",
-             f"cause (from the lmms-eval log, {log_path}):", *(f"    {line}" for line in excerpt)]
+    lines = [
+        f"lmms-eval-plugins demo: FAILED: {what} (lmms-eval exit status {returncode}).",
+        f"cause (from the lmms-eval log, {log_path}):",
+        *(f"    {line}" for line in excerpt),
+    ]
     lines += [f"fix: {fix}" for fix in fixes]
     return [*lines, HINT]
 
@@ -184,11 +192,19 @@ def main(argv: list[str]) -> int:
     from lmms_eval_plugins.tiny_qwen import build_tiny_qwen2_5_vl, lmms_eval_model_args
 
     parser = argparse.ArgumentParser(prog="lmms-eval-plugins demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", default=",".join(sample_tasks()), help="comma-separated tasks (default: every sample task or group, variants such as *_sample_restart_same included)")
-    parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help=f"documents per task (default {DEFAULT_LIMIT}; 0: all)")
+    parser.add_argument(
+        "--tasks",
+        default=",".join(sample_tasks()),
+        help="comma-separated tasks (default: every sample task or group, variants such as *_sample_restart_same included)",
+    )
+    parser.add_argument(
+        "--limit", type=int, default=DEFAULT_LIMIT, help=f"documents per task (default {DEFAULT_LIMIT}; 0: all)"
+    )
     parser.add_argument("--model", default="qwen2_5_vl", help="lmms-eval model name (default: the tiny Qwen2.5-VL)")
     parser.add_argument("--model_args", default=None, help="default: the tiny Qwen2.5-VL built on the fly")
-    parser.add_argument("--no-baselines", action="store_true", help="run only --model, without the oracle and random rows")
+    parser.add_argument(
+        "--no-baselines", action="store_true", help="run only --model, without the oracle and random rows"
+    )
     parser.add_argument("--output_path", default="out/demo")
     args = parser.parse_args(argv)
 
@@ -203,23 +219,41 @@ def main(argv: list[str]) -> int:
     if args.limit:
         common["limit"] = args.limit
     # one folder per model, as a user would run them: report, compare and check-run see the runs apart
-    configs = [{**common, "output_path": str(output / re.sub(r"[^A-Za-z0-9_.-]", "_", args.model)), "model": args.model,
-                **({"model_args": model_args} if model_args else {}), **({"gen_kwargs": gen_kwargs} if gen_kwargs else {})}]
+    configs = [
+        {
+            **common,
+            "output_path": str(output / re.sub(r"[^A-Za-z0-9_.-]", "_", args.model)),
+            "model": args.model,
+            **({"model_args": model_args} if model_args else {}),
+            **({"gen_kwargs": gen_kwargs} if gen_kwargs else {}),
+        }
+    ]
     if not args.no_baselines:
-        configs += [{**common, "output_path": str(output / "oracle"), "model": "oracle"},
-                    {**common, "output_path": str(output / "random"), "model": "random", "model_args": "seed=0"}]
+        configs += [
+            {**common, "output_path": str(output / "oracle"), "model": "oracle"},
+            {**common, "output_path": str(output / "random"), "model": "random", "model_args": "seed=0"},
+        ]
     config_path = output / "demo_config.json"  # JSON is YAML: lmms-eval's --config reads it
     write_atomic(config_path, json.dumps(configs, indent=2))
     log_path = output / "demo.log"
     models = [c["model"] for c in configs]
-    print(f"lmms-eval-plugins demo: {', '.join(models)} on {args.tasks} "
-          f"({'all documents' if not args.limit else f'{args.limit} documents per task'}), in one lmms-eval process; "
-          f"log: {log_path}", flush=True)
+    print(
+        f"lmms-eval-plugins demo: {', '.join(models)} on {args.tasks} "
+        f"({'all documents' if not args.limit else f'{args.limit} documents per task'}), in one lmms-eval process; "
+        f"log: {log_path}",
+        flush=True,
+    )
     env = {**os.environ, **OFFLINE_ENV, **JUDGE_ENV}
     with open_append(log_path, mode=0o644) as log:  # never through a link; emptied, then followed live
         log.truncate(0)
-        done = subprocess.run([sys.executable, "-m", "lmms_eval", "--config", str(config_path)], env=env, cwd=output,
-                              stdout=log, stderr=subprocess.STDOUT, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "lmms_eval", "--config", str(config_path)],
+            env=env,
+            cwd=output,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
     runs = results_by_model(output)
     tiny = args.model_args is None and args.model == "qwen2_5_vl"
     columns = [(args.model, "tiny Qwen2.5-VL" if tiny else "this model"), *((m, m) for m in models[1:])]
@@ -232,8 +266,11 @@ def main(argv: list[str]) -> int:
 
         fixes = fixes_for_log(text, installed_versions({kb.package for kb in KNOWN_BAD}), KNOWN_BAD)
         sys.stdout.flush()
-        print("\n".join(failure_report(missing, done.returncode, log_excerpt(text), fixes, log_path)),
-              file=sys.stderr, flush=True)
+        print(
+            "\n".join(failure_report(missing, done.returncode, log_excerpt(text), fixes, log_path)),
+            file=sys.stderr,
+            flush=True,
+        )
         if len(lines) > 2:
             print("\n".join(["", "partial results:", *lines]), flush=True)
         return 1
@@ -244,10 +281,16 @@ def main(argv: list[str]) -> int:
     note = judge_note(table_judges(lines))
     if note:
         print(note)
-    print(f"\n{time.monotonic() - started:.0f} s. Percent, headline metric per task. oracle: {ROW_NOTE['oracle']}; "
-          f"random: {ROW_NOTE['random']}." if not args.no_baselines else "")
+    print(
+        f"\n{time.monotonic() - started:.0f} s. Percent, headline metric per task. oracle: {ROW_NOTE['oracle']}; "
+        f"random: {ROW_NOTE['random']}."
+        if not args.no_baselines
+        else ""
+    )
     if tiny:
-        print("The tiny Qwen2.5-VL has random weights: its replies are noise, so it scores near the random row "
-              "(often lower: noise is mostly unparseable, and unparseable counts as wrong). Real weights: see the README.")
+        print(
+            "The tiny Qwen2.5-VL has random weights: its replies are noise, so it scores near the random row "
+            "(often lower: noise is mostly unparseable, and unparseable counts as wrong). Real weights: see the README."
+        )
     print(f"Results under {output}; the full lmms-eval log is {log_path}.")
     return 0

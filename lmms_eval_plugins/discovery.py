@@ -23,12 +23,21 @@ def _model_manifests() -> list[Any]:
     from lmms_eval.models.registry_v2 import ModelManifest
 
     return [
-        ModelManifest(model_id="oracle", simple_class_path="lmms_eval_plugins.models.oracle.Oracle",
-                      chat_class_path="lmms_eval_plugins.models.oracle.OracleChat"),
-        ModelManifest(model_id="random", simple_class_path="lmms_eval_plugins.models.random_baseline.RandomChoice",
-                      chat_class_path="lmms_eval_plugins.models.random_baseline.RandomChoiceChat"),
-        ModelManifest(model_id="replay", simple_class_path="lmms_eval_plugins.models.replay.Replay",
-                      chat_class_path="lmms_eval_plugins.models.replay.ReplayChat"),
+        ModelManifest(
+            model_id="oracle",
+            simple_class_path="lmms_eval_plugins.models.oracle.Oracle",
+            chat_class_path="lmms_eval_plugins.models.oracle.OracleChat",
+        ),
+        ModelManifest(
+            model_id="random",
+            simple_class_path="lmms_eval_plugins.models.random_baseline.RandomChoice",
+            chat_class_path="lmms_eval_plugins.models.random_baseline.RandomChoiceChat",
+        ),
+        ModelManifest(
+            model_id="replay",
+            simple_class_path="lmms_eval_plugins.models.replay.Replay",
+            chat_class_path="lmms_eval_plugins.models.replay.ReplayChat",
+        ),
     ]
 
 

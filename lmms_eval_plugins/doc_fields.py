@@ -38,7 +38,9 @@ def by_round(items: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]
     return [groups[r] for r in sorted(groups)]
 
 
-def round_mean_std(items: Sequence[Mapping[str, Any]], metric: Callable[[Sequence[Mapping[str, Any]]], float]) -> tuple[float, float]:
+def round_mean_std(
+    items: Sequence[Mapping[str, Any]], metric: Callable[[Sequence[Mapping[str, Any]]], float]
+) -> tuple[float, float]:
     """``metric`` computed per round, then mean and standard deviation over rounds."""
     return mean_std([metric(group) for group in by_round(items)])
 

@@ -67,16 +67,24 @@ def _in(version: str, specifier: str) -> bool | None:
 def python_check(version: str, supported: str) -> Check:
     if _in(version, supported):
         return Check("python", "ok", f"{version} (supported: {supported})")
-    return Check("python", "FAIL", f"{version} is outside the supported range {supported}",
-                 f"use a Python {supported} interpreter for the virtual environment")
+    return Check(
+        "python",
+        "FAIL",
+        f"{version} is outside the supported range {supported}",
+        f"use a Python {supported} interpreter for the virtual environment",
+    )
 
 
 def lmms_eval_check(installed: str | None, supported: str, tested: str | None) -> Check:
     if installed is None:
         return Check("lmms-eval", "FAIL", "not installed", f"pip install 'lmms-eval{supported}'")
     if not _in(installed, supported):
-        return Check("lmms-eval", "FAIL", f"{installed} is outside the supported range {supported}",
-                     f"pip install 'lmms-eval=={tested}'" if tested else f"pip install 'lmms-eval{supported}'")
+        return Check(
+            "lmms-eval",
+            "FAIL",
+            f"{installed} is outside the supported range {supported}",
+            f"pip install 'lmms-eval=={tested}'" if tested else f"pip install 'lmms-eval{supported}'",
+        )
     if tested and Version(installed) != Version(tested):
         return Check("lmms-eval", "note", f"{installed}: in range {supported}, untested (CI tests {tested})")
     return Check("lmms-eval", "ok", f"{installed} (supported: {supported})")
@@ -90,8 +98,9 @@ def known_bad_for(package: str, installed: str, known_bad: Iterable[KnownBad]) -
 def package_check(package: str, installed: str | None, tested: str | None, known_bad: Iterable[KnownBad]) -> Check:
     """Known-bad: FAIL with its fix; another version than the tested one: a note; missing: FAIL."""
     if installed is None:
-        return Check(package, "FAIL", "not installed",
-                     f"pip install '{package}=={tested}'" if tested else REINSTALL_FIX)
+        return Check(
+            package, "FAIL", "not installed", f"pip install '{package}=={tested}'" if tested else REINSTALL_FIX
+        )
     bad = known_bad_for(package, installed, known_bad)
     if bad is not None:
         return Check(package, "FAIL", f"{installed} is known bad ({bad.specifier}): {bad.reason}", bad.fix)
@@ -116,9 +125,15 @@ def compat_checks(results: Sequence[Any] | None, error: str | None = None) -> li
     bad = [r for r in results if not r.ok]
     if not bad:
         return [Check("compatibility", "ok", f"all {len(results)} lmms-eval entries present")]
-    return [Check(f"compat {r.entry.name}", "FAIL",
-                  f"{r.entry.target}: {r.problem or 'missing'}; without it: {r.entry.without}", REINSTALL_FIX)
-            for r in bad]
+    return [
+        Check(
+            f"compat {r.entry.name}",
+            "FAIL",
+            f"{r.entry.target}: {r.problem or 'missing'}; without it: {r.entry.without}",
+            REINSTALL_FIX,
+        )
+        for r in bad
+    ]
 
 
 DECODER_FIX = "pip install 'decord==0.6.0'  (eva-decord on macOS arm64)"
@@ -126,7 +141,9 @@ DECODER_FIX = "pip install 'decord==0.6.0'  (eva-decord on macOS arm64)"
 
 def decoder_check(video: str | None, frames: int, error: str | None) -> Check:
     if error is not None:
-        return Check("video decoder", "FAIL", f"decord could not decode {video or 'a bundled video'}: {error}", DECODER_FIX)
+        return Check(
+            "video decoder", "FAIL", f"decord could not decode {video or 'a bundled video'}: {error}", DECODER_FIX
+        )
     if video is None:
         return Check("video decoder", "note", "no installed benchmark bundles a sample video: decoding not tried")
     if frames <= 0:
@@ -139,8 +156,12 @@ def cache_check(folder: str | None, error: str | None) -> Check:
     if folder is None:
         return Check("frame cache", "note", "switched off (LMMS_EVAL_PLUGINS_FRAME_CACHE): every run decodes again")
     if error is not None:
-        return Check("frame cache", "FAIL", f"{folder} is not writable: {error}",
-                     f"make {folder} writable, or set LMMS_EVAL_PLUGINS_FRAME_CACHE to a writable folder (or 'off')")
+        return Check(
+            "frame cache",
+            "FAIL",
+            f"{folder} is not writable: {error}",
+            f"make {folder} writable, or set LMMS_EVAL_PLUGINS_FRAME_CACHE to a writable folder (or 'off')",
+        )
     return Check("frame cache", "ok", f"{folder} is writable")
 
 
@@ -148,7 +169,9 @@ def cuda_check(available: bool | None, detail: str) -> Check:
     """Never a failure: the plugin runs API models and tiny models on a CPU."""
     if available:
         return Check("cuda", "ok", detail)
-    return Check("cuda", "note", f"{detail}: local models run on the CPU only (slow)" if available is not None else detail)
+    return Check(
+        "cuda", "note", f"{detail}: local models run on the CPU only (slow)" if available is not None else detail
+    )
 
 
 @dataclass(frozen=True)
@@ -160,7 +183,9 @@ class DataFacts:
     local_found: bool  # DATA_ROOT/<benchmark> is a folder
     hub_repo: str | None  # None: the data is not on the hub
     hub_cached: str | None  # the hub snapshot in the Hugging Face cache, when there
-    hub_problem: str | None = "not asked"  # why it cannot be downloaded now (data.hub_unreachable); None: the hub answers
+    hub_problem: str | None = (
+        "not asked"  # why it cannot be downloaded now (data.hub_unreachable); None: the hub answers
+    )
 
 
 def data_check(facts: DataFacts, needed_by: Sequence[str] = ()) -> Check:
@@ -175,18 +200,26 @@ def data_check(facts: DataFacts, needed_by: Sequence[str] = ()) -> Check:
     elif facts.hub_repo and facts.hub_cached:
         return Check(name, "ok", f"Hugging Face cache: {facts.hub_cached}")
     elif facts.hub_repo and needed_by and facts.hub_problem is None:  # the run downloads it: nothing to fix
-        return Check(name, "note", f"not in the Hugging Face cache yet: {facts.hub_repo} is downloaded on the first run "
-                                   f"of {', '.join(needed_by)} (the hub answers)")
+        return Check(
+            name,
+            "note",
+            f"not in the Hugging Face cache yet: {facts.hub_repo} is downloaded on the first run "
+            f"of {', '.join(needed_by)} (the hub answers)",
+        )
     elif facts.hub_repo:
         why = f"not in the Hugging Face cache ({facts.hub_repo} is downloaded on the first run)"
         if needed_by and facts.hub_problem != "not asked":
             why = f"not in the Hugging Face cache, and {facts.hub_repo} cannot be downloaded now ({facts.hub_problem})"
-        fix = (f"run once with network access, or set LMMS_EVAL_PLUGINS_DATA_ROOT to a folder holding "
-               f"'{facts.benchmark}/' (layout: lmms-eval-plugins info {facts.benchmark})")
+        fix = (
+            f"run once with network access, or set LMMS_EVAL_PLUGINS_DATA_ROOT to a folder holding "
+            f"'{facts.benchmark}/' (layout: lmms-eval-plugins info {facts.benchmark})"
+        )
     else:
         why = "not public: needs a local copy"
-        fix = (f"set LMMS_EVAL_PLUGINS_DATA_ROOT to a folder holding '{facts.benchmark}/' "
-               f"(layout: lmms-eval-plugins info {facts.benchmark})")
+        fix = (
+            f"set LMMS_EVAL_PLUGINS_DATA_ROOT to a folder holding '{facts.benchmark}/' "
+            f"(layout: lmms-eval-plugins info {facts.benchmark})"
+        )
     if needed_by:
         return Check(name, "FAIL", f"{why}; needed by {', '.join(needed_by)}", fix)
     return Check(name, "note", f"{why}: sample tasks only ({facts.benchmark}_sample)", fix)
@@ -201,14 +234,18 @@ class JudgeFacts:
     error: str | None = None  # a configuration the judge refuses (JudgeConfigError's message)
 
 
-JUDGE_FIX = ("set OPENAI_BASE_URL (a vLLM/SGLang /v1 URL) and/or OPENAI_API_KEY, or LMMS_EVAL_PLUGINS_JUDGE=offline "
-             "(docs/judges.md)")
+JUDGE_FIX = (
+    "set OPENAI_BASE_URL (a vLLM/SGLang /v1 URL) and/or OPENAI_API_KEY, or LMMS_EVAL_PLUGINS_JUDGE=offline "
+    "(docs/judges.md)"
+)
 
 
 def judge_check(facts: JudgeFacts, needed_by: Sequence[str] = (), judged: Sequence[str] = ()) -> Check:
     """``judged``: the benchmarks with judged tasks (shown when no judge is configured)."""
     if facts.offline:
-        return Check("judge", "ok", "offline judges (LMMS_EVAL_PLUGINS_JUDGE=offline): scores not comparable with the papers'")
+        return Check(
+            "judge", "ok", "offline judges (LMMS_EVAL_PLUGINS_JUDGE=offline): scores not comparable with the papers'"
+        )
     if facts.host and facts.error is None:
         return Check("judge", "ok", f"{facts.host} ({facts.origin}), model {facts.model}; --judge sends it one request")
     if facts.error is not None and needed_by:  # a configuration the judge refuses: a blocker to fix
@@ -216,16 +253,25 @@ def judge_check(facts: JudgeFacts, needed_by: Sequence[str] = (), judged: Sequen
     why = facts.error or "no judge endpoint configured"
     # as the README says: without a judge a judged task still runs; only its judged metrics stay null
     which = ", ".join(needed_by) or (f"the judged tasks of {', '.join(judged)}" if judged else "the judged tasks")
-    return Check("judge", "note", f"{why}: {which} run, with their judged metrics null (N/A) until a judge "
-                                  "scores them (`lmms-eval-plugins score`); everything else is scored", JUDGE_FIX)
+    return Check(
+        "judge",
+        "note",
+        f"{why}: {which} run, with their judged metrics null (N/A) until a judge "
+        "scores them (`lmms-eval-plugins score`); everything else is scored",
+        JUDGE_FIX,
+    )
 
 
 def judge_probe_check(host: str | None, model: str, seconds: float, error: str | None) -> Check:
     if host is None:
         return Check("judge answers", "FAIL", "no judge endpoint configured to ask", JUDGE_FIX)
     if error is not None:
-        return Check("judge answers", "FAIL", f"{host} (model {model}) did not answer in {seconds:.1f} s: {error}",
-                     "check that the server runs and the URL, key and model (LMMS_EVAL_PLUGINS_JUDGE_MODEL) are right")
+        return Check(
+            "judge answers",
+            "FAIL",
+            f"{host} (model {model}) did not answer in {seconds:.1f} s: {error}",
+            "check that the server runs and the URL, key and model (LMMS_EVAL_PLUGINS_JUDGE_MODEL) are right",
+        )
     return Check("judge answers", "ok", f"{host} answered in {seconds:.1f} s (model {model})")
 
 
@@ -233,19 +279,26 @@ def task_check(task: str, known: bool) -> Check | None:
     """A requested task that no installed benchmark provides fails; known tasks get no row of their own."""
     if known:
         return None
-    return Check(f"task {task}", "FAIL", "no installed benchmark provides this task or group",
-                 "`lmms-eval-plugins tasks` lists the installed tasks")
+    return Check(
+        f"task {task}",
+        "FAIL",
+        "no installed benchmark provides this task or group",
+        "`lmms-eval-plugins tasks` lists the installed tasks",
+    )
 
 
 def can_run(checks: Sequence[Check]) -> str:
     """What runs today, from the data and judge rows."""
     full = [c.name.removesuffix(" data") for c in checks if c.name.endswith(" data") and c.status == "ok"]
     sample = [c.name.removesuffix(" data") for c in checks if c.name.endswith(" data") and c.status != "ok"]
-    judged = all(c.status == "ok" for c in checks if c.name in ("judge", "judge answers")) and \
-        any(c.name == "judge" for c in checks)
-    parts = [f"full data: {', '.join(full)}" if full else "",
-             f"sample tasks only: {', '.join(sample)}" if sample else "",
-             "judged metrics: yes" if judged else "judged metrics: null (no working judge)"]
+    judged = all(c.status == "ok" for c in checks if c.name in ("judge", "judge answers")) and any(
+        c.name == "judge" for c in checks
+    )
+    parts = [
+        f"full data: {', '.join(full)}" if full else "",
+        f"sample tasks only: {', '.join(sample)}" if sample else "",
+        "judged metrics: yes" if judged else "judged metrics: null (no working judge)",
+    ]
     return "can run today: " + "; ".join(p for p in parts if p)
 
 
@@ -403,8 +456,9 @@ def _hub_cached(repo: str, hub_cache: str | None = None) -> str | None:
         return None
 
 
-def gather_data(benchmarks: Sequence[str], hub_cache: str | None = None, *, probe: Iterable[str] = (),
-                offline: bool | None = None) -> list[DataFacts]:
+def gather_data(
+    benchmarks: Sequence[str], hub_cache: str | None = None, *, probe: Iterable[str] = (), offline: bool | None = None
+) -> list[DataFacts]:
     """``probe``: the benchmarks whose uncached hub data a run needs: the hub is asked whether it answers
     (one bounded request, ``data.hub_unreachable``; ``offline`` as there)."""
     from lmms_eval_plugins.data import DATA_ROOT_ENV, hub_unreachable
@@ -458,24 +512,36 @@ def probe_judge(timeout: float = JUDGE_PROBE_TIMEOUT_S) -> Check:
     started = time.monotonic()
     try:
         settings = RuntimeSettings.from_env()  # a bad number is this row's failure, named
-        client = openai_client(endpoint.base_url, endpoint.api_key, timeout=min(timeout, settings.timeout),
-                               deadline=min(timeout, settings.total_deadline), max_bytes=settings.max_body_bytes)
+        client = openai_client(
+            endpoint.base_url,
+            endpoint.api_key,
+            timeout=min(timeout, settings.timeout),
+            deadline=min(timeout, settings.total_deadline),
+            max_bytes=settings.max_body_bytes,
+        )
         with client:
             started = time.monotonic()  # the judge's time, not the client's import
-            client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Reply OK."}], max_tokens=1)
+            client.chat.completions.create(
+                model=model, messages=[{"role": "user", "content": "Reply OK."}], max_tokens=1
+            )
         error = None
     except Exception as exc:  # connection refused, timeout, HTTP error: the cause is the row's detail
         cause = exc.__cause__ or exc.__context__
         status = getattr(exc, "status_code", None)
-        error = redact(_short(exc) + (f" (HTTP {status})" if status else "")
-                       + (f" <- {_short(cause)}" if cause is not None and status is None else ""))
+        error = redact(
+            _short(exc)
+            + (f" (HTTP {status})" if status else "")
+            + (f" <- {_short(cause)}" if cause is not None and status is None else "")
+        )
     return judge_probe_check(endpoint.host, model, time.monotonic() - started, error)
 
 
 # ------------------------------------------------------------------------------------------ tasks
 
 
-def _leaf_tasks(names: Mapping[str, str], groups: Mapping[str, list[Any]], name: str, seen: frozenset = frozenset()) -> list[str]:
+def _leaf_tasks(
+    names: Mapping[str, str], groups: Mapping[str, list[Any]], name: str, seen: frozenset = frozenset()
+) -> list[str]:
     if name in seen:
         return []
     if names.get(name) == "task":
@@ -485,7 +551,9 @@ def _leaf_tasks(names: Mapping[str, str], groups: Mapping[str, list[Any]], name:
         if isinstance(member, str):
             out += _leaf_tasks(names, groups, member, seen | {name})
         elif isinstance(member, dict) and isinstance(member.get("group"), str):
-            out += _leaf_tasks(names, {**groups, member["group"]: member.get("task") or []}, member["group"], seen | {name})
+            out += _leaf_tasks(
+                names, {**groups, member["group"]: member.get("task") or []}, member["group"], seen | {name}
+            )
     return out
 
 
@@ -541,8 +609,10 @@ def run_blockers(tasks: Sequence[str]) -> tuple[list[Check], list[Check]]:
     from lmms_eval_plugins.data import hub_offline
 
     _, data_needs, judge_needs = requested_needs(tasks)
-    rows = [data_check(f, data_needs[f.benchmark])
-            for f in gather_data(list(data_needs), probe=data_needs, offline=hub_offline())]
+    rows = [
+        data_check(f, data_needs[f.benchmark])
+        for f in gather_data(list(data_needs), probe=data_needs, offline=hub_offline())
+    ]
     if judge_needs:
         rows.append(judge_check(gather_judge(), judge_needs))
     return [r for r in rows if r.status == "FAIL"], [r for r in rows if r.status == "note" and r.name == "judge"]
@@ -560,14 +630,18 @@ def run_checks(tasks: Sequence[str] = (), judge: bool = False) -> list[Check]:
 
     tested = tested_versions.TESTED
     versions = installed_versions(["lmms-eval", *(p for p in tested_versions.KEY_PACKAGES if p != "lmms-eval")])
-    checks = [python_check(platform.python_version(), tested_versions.PYTHON),
-              lmms_eval_check(versions.pop("lmms-eval"), tested_versions.LMMS_EVAL, tested.get("lmms-eval"))]
+    checks = [
+        python_check(platform.python_version(), tested_versions.PYTHON),
+        lmms_eval_check(versions.pop("lmms-eval"), tested_versions.LMMS_EVAL, tested.get("lmms-eval")),
+    ]
     checks += [package_check(p, v, tested.get(p), tested_versions.KNOWN_BAD) for p, v in versions.items()]
     checks += gather_compat()
     checks += [gather_decoder(), gather_cache(), gather_cuda()]
     task_rows, data_needs, judge_needs = requested_needs(tasks) if tasks else ([], {}, [])
-    checks += [data_check(f, data_needs.get(f.benchmark, ()))
-               for f in gather_data([b.name for b in ordered_benchmarks()], probe=data_needs, offline=offline)]
+    checks += [
+        data_check(f, data_needs.get(f.benchmark, ()))
+        for f in gather_data([b.name for b in ordered_benchmarks()], probe=data_needs, offline=offline)
+    ]
     facts = gather_judge()
     checks.append(judge_check(facts, judge_needs, [b.name for b in ordered_benchmarks() if b.judge]))
     if judge:
@@ -577,8 +651,12 @@ def run_checks(tasks: Sequence[str] = (), judge: bool = False) -> list[Check]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lmms-eval-plugins doctor", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", default="", help="comma-separated tasks you mean to run: missing data or judge for them fails")
-    parser.add_argument("--judge", action="store_true", help=f"send the judge one tiny request ({JUDGE_PROBE_TIMEOUT_S:.0f} s at most)")
+    parser.add_argument(
+        "--tasks", default="", help="comma-separated tasks you mean to run: missing data or judge for them fails"
+    )
+    parser.add_argument(
+        "--judge", action="store_true", help=f"send the judge one tiny request ({JUDGE_PROBE_TIMEOUT_S:.0f} s at most)"
+    )
     parser.add_argument("--json", action="store_true", help="print the checks as JSON")
     args = parser.parse_args(argv)
     started = time.monotonic()

@@ -53,8 +53,11 @@ def has_error_bar(metric: Metric) -> bool:
 def clusters_of(spec: Benchmark, items: Sequence[Any]) -> list[Hashable] | None:
     """The cluster unit of each item, when the benchmark names one and every item carries it."""
     key = spec.cluster_key
-    if not key or not items or not all(isinstance(i, dict) and isinstance(i.get(key), Hashable) and i.get(key) is not None
-                                       for i in items):
+    if (
+        not key
+        or not items
+        or not all(isinstance(i, dict) and isinstance(i.get(key), Hashable) and i.get(key) is not None for i in items)
+    ):
         return None
     return [i[key] for i in items]
 
@@ -82,8 +85,13 @@ def _sufficient(metric: Metric) -> stats.Sufficient | None:
     return metric.sufficient
 
 
-def error_bars(spec: Benchmark, wanted: Sequence[tuple[Metric, Callable[[list[Any]], Any], Sequence[Any]]], *,
-               iterations: int | None = None, task: str = "") -> list[ErrorBar | None]:
+def error_bars(
+    spec: Benchmark,
+    wanted: Sequence[tuple[Metric, Callable[[list[Any]], Any], Sequence[Any]]],
+    *,
+    iterations: int | None = None,
+    task: str = "",
+) -> list[ErrorBar | None]:
     """The error bar of each (metric, aggregation, items) of one task (None: the metric has none).
 
     - A mean of per-item scores: the analytic (clustered) standard error, as lmms-eval computes it.
@@ -124,20 +132,37 @@ def error_bars(spec: Benchmark, wanted: Sequence[tuple[Metric, Callable[[list[An
                 fast.setdefault(same, []).append((k, stats.Sufficient(columns_of[key], suff.value)))
             elif scores is None:
                 with quiet():
-                    values = stats.bootstrap_values(aggregation, list(items), clusters=clusters, iterations=iterations,
-                                                    relabel=spec.cluster_key if clusters is not None else None)
+                    values = stats.bootstrap_values(
+                        aggregation,
+                        list(items),
+                        clusters=clusters,
+                        iterations=iterations,
+                        relabel=spec.cluster_key if clusters is not None else None,
+                    )
                 out[k] = _bar(values, iterations)
         except Exception as exc:  # an error bar must never cost the run its numbers, nor another metric its bar
-            log.warning("lmms-eval-plugins: no standard error for %s %s: %s: %s", task or spec.name, metric.name,
-                        type(exc).__name__, exc)
+            log.warning(
+                "lmms-eval-plugins: no standard error for %s %s: %s: %s",
+                task or spec.name,
+                metric.name,
+                type(exc).__name__,
+                exc,
+            )
     for same, group in fast.items():
         items, clusters = first_items[same], units_of[same]
         try:
             units = stats.unit_index(len(items), clusters)[1]
-            resampled = (stats.sufficient_resamples([(suff, items) for _, suff in group], clusters=clusters,
-                                                    iterations=iterations) if units >= 2 else [np.empty(0)] * len(group))
+            resampled = (
+                stats.sufficient_resamples(
+                    [(suff, items) for _, suff in group], clusters=clusters, iterations=iterations
+                )
+                if units >= 2
+                else [np.empty(0)] * len(group)
+            )
         except Exception as exc:
-            log.warning("lmms-eval-plugins: no bootstrap error bars for %s: %s: %s", task or spec.name, type(exc).__name__, exc)
+            log.warning(
+                "lmms-eval-plugins: no bootstrap error bars for %s: %s: %s", task or spec.name, type(exc).__name__, exc
+            )
             continue
         for (k, _suff), values in zip(group, resampled):
             bar = _bar(values, iterations)
@@ -153,8 +178,14 @@ def _bar(values: np.ndarray, iterations: int) -> ErrorBar | None:
     return None if spread is None else ErrorBar(*spread)
 
 
-def metric_stderr(spec: Benchmark, metric: Metric, aggregation: Callable[[list[Any]], Any], items: Sequence[Any], *,
-                  iterations: int | None = None) -> float | None:
+def metric_stderr(
+    spec: Benchmark,
+    metric: Metric,
+    aggregation: Callable[[list[Any]], Any],
+    items: Sequence[Any],
+    *,
+    iterations: int | None = None,
+) -> float | None:
     """The standard error of ``metric`` over ``items`` in the metric's units (None: not defined)."""
     bar = error_bars(spec, [(metric, aggregation, items)], iterations=iterations)[0]
     return None if bar is None else bar.stderr
@@ -175,7 +206,10 @@ def fill_stderrs(task_output: Any, bootstrap_iters: int) -> None:
         if metric is None or name not in aggregations or not has_error_bar(metric):
             continue
         key = f"{name}_stderr,{filter_key}"
-        if task_output.agg_metrics.get(key) not in (None, "N/A") or task_output.agg_metrics.get(f"{name},{filter_key}") is None:
+        if (
+            task_output.agg_metrics.get(key) not in (None, "N/A")
+            or task_output.agg_metrics.get(f"{name},{filter_key}") is None
+        ):
             continue  # lmms-eval has one, or the metric itself is unscored (null)
         wanted.append((metric, aggregations[name], items))
         keys.append((name, filter_key))

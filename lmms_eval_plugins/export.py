@@ -210,7 +210,9 @@ def _package_files(package: ModuleFile) -> list[Path]:
 
 
 def _skipped(relative: Path) -> bool:
-    return any(part in SKIP_NAMES or part.startswith(".") for part in relative.parts) or relative.suffix in SKIP_SUFFIXES
+    return (
+        any(part in SKIP_NAMES or part.startswith(".") for part in relative.parts) or relative.suffix in SKIP_SUFFIXES
+    )
 
 
 def plan_export(task_folder: str | Path) -> Plan:
@@ -219,7 +221,9 @@ def plan_export(task_folder: str | Path) -> Plan:
     plan = Plan(folder.name, folder, vendored_name(folder.name))
     # (file, its package for relative imports, who asked)
     queue: list[tuple[Path, str | None, str]] = [
-        (path, None, f"{path.relative_to(folder)}") for path in sorted(folder.rglob("*.py")) if not _skipped(path.relative_to(folder))
+        (path, None, f"{path.relative_to(folder)}")
+        for path in sorted(folder.rglob("*.py"))
+        if not _skipped(path.relative_to(folder))
     ]
     seen_files: set[Path] = set()
     stdlib = set(sys.stdlib_module_names)
@@ -255,7 +259,8 @@ def plan_export(task_folder: str | Path) -> Plan:
                 if parent == ROOT:
                     raise ExportError(
                         f"{label} line {line} imports {name.rpartition('.')[2]!r} from {ROOT} itself; "
-                        f"the vendored copy gets a generated __init__.py, so import it from its module instead")
+                        f"the vendored copy gets a generated __init__.py, so import it from its module instead"
+                    )
                 continue  # an attribute of a module (from a.b import c): the module is listed separately
             if any(name == f or name.startswith(f + ".") for f in FORBIDDEN):
                 raise ExportError(f"{label} line {line} imports {name}, which cannot be vendored into a task folder")
@@ -272,7 +277,11 @@ def plan_export(task_folder: str | Path) -> Plan:
                         if file.suffix == ".py":
                             rel = file.relative_to(pkg.path.parent).with_suffix("")
                             dotted = ".".join([sub, *rel.parts])
-                            pkg_name = dotted.removesuffix(".__init__") if rel.name == "__init__" else dotted.rpartition(".")[0]
+                            pkg_name = (
+                                dotted.removesuffix(".__init__")
+                                if rel.name == "__init__"
+                                else dotted.rpartition(".")[0]
+                            )
                             queue.append((file, pkg_name, dotted.removesuffix(".__init__")))
                 continue
             # a module inside a sub-package needs each package above it (their __init__ run first)
@@ -298,8 +307,9 @@ def _line_offsets(data: bytes) -> list[int]:
     return offsets
 
 
-def rewrite_source(source: str, new_root: str, *, filename: str = "<source>",
-                   renames: dict[str, str] | None = None) -> tuple[str, int]:
+def rewrite_source(
+    source: str, new_root: str, *, filename: str = "<source>", renames: dict[str, str] | None = None
+) -> tuple[str, int]:
     """Rename ``lmms_eval_plugins`` to ``new_root`` (and each top-level package in ``renames`` to its
     new name) wherever Python resolves it as a module.
 
@@ -329,7 +339,8 @@ def rewrite_source(source: str, new_root: str, *, filename: str = "<source>",
                     raise ExportError(
                         f"{filename} line {node.lineno}: `import {alias.name}` binds the name {top!r}, which the vendored "
                         f"copy renames; write `from {alias.name.rpartition('.')[0] or top} import {alias.name.rpartition('.')[2]}` "
-                        f"or `import {alias.name} as ...`")
+                        f"or `import {alias.name} as ...`"
+                    )
             for alias in ours:
                 spans.append((*span(node), root_of(alias.name)))  # type: ignore[arg-type]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and root_of(node.module):
@@ -355,7 +366,9 @@ def rewrite_source(source: str, new_root: str, *, filename: str = "<source>",
     out += data[last:]
     text = out.decode("utf-8")
     # every module reference must now point at the vendored copy
-    leftovers = [f"line {line}: {name}" for name, line in imported_names(ast.parse(text), package="x.y") if root_of(name)]
+    leftovers = [
+        f"line {line}: {name}" for name, line in imported_names(ast.parse(text), package="x.y") if root_of(name)
+    ]
     if leftovers:
         raise ExportError(f"{filename}: could not rewrite {', '.join(leftovers)}")
     return text, len({(s, e) for s, e, _ in spans})
@@ -384,7 +397,12 @@ def add_bootstrap(source: str, new_root: str) -> str:
     tree = ast.parse(source)
     after = 0
     for i, node in enumerate(tree.body):
-        is_doc = i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        is_doc = (
+            i == 0
+            and isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        )
         is_future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
         if is_doc or is_future:
             after = node.end_lineno or after
@@ -420,7 +438,8 @@ def _check_yaml_references(folder: Path) -> None:
             if re.search(rf"\b{ROOT}\b", code):
                 raise ExportError(
                     f"{path.name} line {number} refers to {ROOT} directly ({code.strip()!r}); lmms-eval would look for the "
-                    "installed package. Import the function in utils.py and use `!function utils.<name>`")
+                    "installed package. Import the function in utils.py and use `!function utils.<name>`"
+                )
 
 
 def _readme(plan: Plan, folder: Path, version: str, warnings: list[str]) -> str:
@@ -428,12 +447,16 @@ def _readme(plan: Plan, folder: Path, version: str, warnings: list[str]) -> str:
     if source.is_file():
         text = source.read_text(encoding="utf-8").rstrip() + "\n"
     else:
-        warnings.append(f"{plan.task_folder.name} has no README.md; the exported README has only the generated sections")
+        warnings.append(
+            f"{plan.task_folder.name} has no README.md; the exported README has only the generated sections"
+        )
         text = f"# {plan.benchmark}\n"
     if not re.search(r"^#+\s*Citation", text, re.IGNORECASE | re.MULTILINE):
         quote = "\n".join(line for line in text.splitlines() if line.startswith(">"))
         if source.is_file():
-            warnings.append(f"{source} has no '## Citation' section (add the BibTeX there); the export cites the README's reference line")
+            warnings.append(
+                f"{source} has no '## Citation' section (add the BibTeX there); the export cites the README's reference line"
+            )
         text += "\n## Citation\n\n" + (quote + "\n" if quote else "See the benchmark's paper.\n")
     sample_tasks = sorted(p.stem for p in plan.task_folder.glob("*_sample.yaml"))
     modules = sorted([*plan.modules, *plan.packages])
@@ -450,14 +473,17 @@ def _readme(plan: Plan, folder: Path, version: str, warnings: list[str]) -> str:
         "- `*.yaml`, `_*_yaml`, `utils.py`: the task definitions and hooks, as in the package.",
         "- `sources/`: one-row source files naming where the data is read from (`sample` or `auto`).",
         "- `sample_data/`: a small synthetic sample in the real schema, used by "
-        + (", ".join(f"`{t}`" for t in sample_tasks) or "the `*_sample` tasks") + " (runs offline).",
+        + (", ".join(f"`{t}`" for t in sample_tasks) or "the `*_sample` tasks")
+        + " (runs offline).",
         f"- `{VENDOR_DIR}/{plan.vendor_name}/`: the shared helpers of lmms-eval-plugins this task uses ({vendored}), with "
         f"imports renamed so they never clash with an installed lmms-eval-plugins or another exported task. "
         f"`utils.py` appends `{VENDOR_DIR}/` to `sys.path` (lmms-eval imports `utils.py` by file path). "
         f"`{VENDOR_DIR}/{MANIFEST}` records the source version and file hashes.",
         f"- Third-party modules the code imports: {third} (lmms-eval installs all of them except `decord`, which the "
         "video helpers import only when they decode a video; `pip install decord` for video tasks).",
-        "\nRun the bundled sample with any model, e.g. `lmms-eval --model dummy --tasks " + sample_task + " --batch_size 1 "
+        "\nRun the bundled sample with any model, e.g. `lmms-eval --model dummy --tasks "
+        + sample_task
+        + " --batch_size 1 "
         "--output_path out/` (when this folder is not inside `lmms_eval/tasks/`, add `--include_path PARENT_FOLDER`).",
         "\nDocs carry an `oracle_response` field (the gold reply in the prompt's format), used by lmms-eval-plugins' "
         "`oracle` model; it is never shown to the model.",
@@ -470,14 +496,16 @@ def _readme(plan: Plan, folder: Path, version: str, warnings: list[str]) -> str:
             f"\nFor lmms-eval maintainers: this folder holds {', '.join(f'`*{s}`' for s in unshipped)} files (sample data). "
             "lmms-eval 0.7.3's wheel ships only "
             f"{', '.join(f'`*{s}`' for s in sorted(WHEEL_SUFFIXES - {''}))} "
-            "files of task folders, so add these types to its package data (a source checkout works as is).")
+            "files of task folders, so add these types to its package data (a source checkout works as is)."
+        )
     if judged:
         parts.append(
             "\nJudged metrics call an OpenAI-compatible endpoint (`OPENAI_BASE_URL`/`OPENAI_API_KEY`, "
             "`LMMS_EVAL_PLUGINS_JUDGE_MODEL`); `LMMS_EVAL_PLUGINS_JUDGE=offline` selects the deterministic offline "
             "judges (lower fidelity, for smoke tests). Verdicts are cached in SQLite (`LMMS_EVAL_PLUGINS_JUDGE_CACHE`). "
             "Third-party judges registered under the `lmms_eval_plugins.judges` entry-point group are found too; the "
-            "built-in judges need no installed metadata.")
+            "built-in judges need no installed metadata."
+        )
     return text + "\n".join(parts) + "\n"
 
 
@@ -493,7 +521,9 @@ def export_task(task_folder: str | Path, dest: str | Path, *, force: bool = Fals
         if not force:
             raise ExportError(f"{target} exists; pass --force to replace an earlier export")
         if not (target / VENDOR_DIR / MANIFEST).is_file():
-            raise ExportError(f"{target} exists and is not an earlier export (no {VENDOR_DIR}/{MANIFEST}); remove it yourself")
+            raise ExportError(
+                f"{target} exists and is not an earlier export (no {VENDOR_DIR}/{MANIFEST}); remove it yourself"
+            )
     if plan.task_folder == target or target in plan.task_folder.parents:
         raise ExportError("the destination may not be the task folder itself")
     dest.mkdir(parents=True, exist_ok=True)
@@ -508,8 +538,9 @@ def export_task(task_folder: str | Path, dest: str | Path, *, force: bool = Fals
             out = tmp / rel
             out.parent.mkdir(parents=True, exist_ok=True)
             if src.suffix == ".py":
-                text, changed = rewrite_source(src.read_text(encoding="utf-8"), plan.vendor_name, filename=str(rel),
-                                               renames=plan.renames)
+                text, changed = rewrite_source(
+                    src.read_text(encoding="utf-8"), plan.vendor_name, filename=str(rel), renames=plan.renames
+                )
                 write_atomic(out, add_bootstrap(text, plan.vendor_name) if changed else text)
             else:
                 shutil.copy2(src, out)
@@ -520,11 +551,14 @@ def export_task(task_folder: str | Path, dest: str | Path, *, force: bool = Fals
             vroot / "__init__.py",
             f'"""Vendored copy of lmms-eval-plugins {__version__} (the modules the {plan.benchmark} task needs).\n\n'
             f'Generated by `lmms-eval-plugins export-upstream`: do not edit; change lmms-eval-plugins and export again.\n"""\n\n'
-            f'__version__ = "{__version__}"\n')
+            f'__version__ = "{__version__}"\n',
+        )
         copies: list[tuple[Path, Path]] = []
         for name, module in plan.modules.items():
             rel = Path(*name.split(".")[1:])
-            copies.append((module.path, vroot / rel / "__init__.py" if module.is_package else vroot / rel.with_suffix(".py")))
+            copies.append(
+                (module.path, vroot / rel / "__init__.py" if module.is_package else vroot / rel.with_suffix(".py"))
+            )
         for name, package in plan.packages.items():
             sub = vroot / Path(*name.split(".")[1:])
             copies += [(f, sub / f.relative_to(package.path.parent)) for f in _package_files(package)]
@@ -535,8 +569,9 @@ def export_task(task_folder: str | Path, dest: str | Path, *, force: bool = Fals
         for src, out in copies:
             out.parent.mkdir(parents=True, exist_ok=True)
             if src.suffix == ".py":
-                text, _ = rewrite_source(src.read_text(encoding="utf-8"), plan.vendor_name, filename=str(src),
-                                         renames=plan.renames)
+                text, _ = rewrite_source(
+                    src.read_text(encoding="utf-8"), plan.vendor_name, filename=str(src), renames=plan.renames
+                )
                 write_atomic(out, text)
             else:
                 shutil.copy2(src, out)
@@ -574,10 +609,16 @@ def main(argv: list[str] | None = None) -> int:
         description="Write a self-contained lmms_eval/tasks/<name>/ folder (YAMLs, utils.py, the shared helpers it needs "
         "vendored under _vendor/, sample data, README) that runs with stock lmms-eval, without this package.",
     )
-    parser.add_argument("paths", nargs="+", metavar="TASK_FOLDER ... DEST",
-                        help="installed benchmark names (see `lmms-eval-plugins tasks`) or task folder paths, then the destination folder; "
-                        "each task is written to DEST/<name>/ (e.g. DEST = lmms_eval/tasks)")
-    parser.add_argument("--all", action="store_true", help="export every benchmark of this package (then only DEST is given)")
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="TASK_FOLDER ... DEST",
+        help="installed benchmark names (see `lmms-eval-plugins tasks`) or task folder paths, then the destination folder; "
+        "each task is written to DEST/<name>/ (e.g. DEST = lmms_eval/tasks)",
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="export every benchmark of this package (then only DEST is given)"
+    )
     parser.add_argument("--force", action="store_true", help="replace earlier exports in DEST")
     parser.add_argument("--dry-run", action="store_true", help="print what would be vendored, write nothing")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)

@@ -98,6 +98,7 @@ def _warn(message: str) -> None:
 
 # ----------------------------------------------------------------------------------------------- settings
 
+
 def cache_folder() -> Path | None:
     """The cache folder the environment asks for, or None when the cache is switched off."""
     if switched_off(FRAME_CACHE_ENV):
@@ -136,6 +137,7 @@ def get_cache() -> FrameCache | None:
 
 # ----------------------------------------------------------------------------------------------- keys
 
+
 @lru_cache(maxsize=1)
 def decoder_versions() -> dict[str, str]:
     """Versions of what turns a file into pixels: a change there may change the frames."""
@@ -155,13 +157,19 @@ def identity(path: Path) -> list[Any]:
 
 
 def sampling_key(kind: str, identities: Sequence[Sequence[Any]], params: Mapping[str, Any]) -> str:
-    payload = {"format": FORMAT_VERSION, "kind": kind, "sources": [list(i) for i in identities],
-               "params": dict(params), "decoders": decoder_versions()}
+    payload = {
+        "format": FORMAT_VERSION,
+        "kind": kind,
+        "sources": [list(i) for i in identities],
+        "params": dict(params),
+        "decoders": decoder_versions(),
+    }
     # default=str: a numpy number in the parameters still gives a stable key
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
 # ----------------------------------------------------------------------------------------------- codec
+
 
 def _compress(arrays: Sequence[np.ndarray]) -> tuple[str, bytes]:
     if zstandard is not None:
@@ -188,9 +196,16 @@ def encode_entry(key: str, arrays: Sequence[np.ndarray], meta: Mapping[str, Any]
     if any(a.dtype != np.uint8 for a in arrays):
         raise TypeError("the frame cache stores uint8 frames only")
     codec, payload = _compress(arrays)
-    header = json.dumps({"key": key, "codec": codec, "shapes": [list(a.shape) for a in arrays],
-                         "raw_bytes": sum(a.nbytes for a in arrays), "meta": dict(meta)},
-                        allow_nan=False).encode()
+    header = json.dumps(
+        {
+            "key": key,
+            "codec": codec,
+            "shapes": [list(a.shape) for a in arrays],
+            "raw_bytes": sum(a.nbytes for a in arrays),
+            "meta": dict(meta),
+        },
+        allow_nan=False,
+    ).encode()
     return MAGIC + struct.pack("<I", len(header)) + header + payload
 
 
@@ -206,18 +221,18 @@ def decode_entry(key: str, blob: bytes) -> CachedFrames:
         raise ValueError("not a frame cache entry")
     (length,) = struct.unpack_from("<I", blob, len(MAGIC))
     start = len(MAGIC) + 4
-    header = json.loads(blob[start:start + length])
+    header = json.loads(blob[start : start + length])
     if header.get("key") != key:
         raise ValueError("entry belongs to another key")
     shapes = [tuple(int(n) for n in s) for s in header["shapes"]]
     sizes = [int(np.prod(s)) for s in shapes]
-    raw = _decompress(header["codec"], memoryview(blob)[start + length:], int(header["raw_bytes"]))
+    raw = _decompress(header["codec"], memoryview(blob)[start + length :], int(header["raw_bytes"]))
     if len(raw) != sum(sizes) or sum(sizes) != header["raw_bytes"]:
         raise ValueError("entry holds the wrong number of bytes")
     flat = np.frombuffer(raw, dtype=np.uint8)
     frames, offset = [], 0
     for shape, size in zip(shapes, sizes):
-        frames.append(flat[offset:offset + size].reshape(shape))
+        frames.append(flat[offset : offset + size].reshape(shape))
         offset += size
     if not isinstance(header["meta"], dict):
         raise ValueError("entry meta is not an object")
@@ -225,6 +240,7 @@ def decode_entry(key: str, blob: bytes) -> CachedFrames:
 
 
 # ----------------------------------------------------------------------------------------------- counters
+
 
 @dataclass
 class Counters:
@@ -245,6 +261,7 @@ def _count(field: str, n: int = 1) -> None:
 
 
 # ----------------------------------------------------------------------------------------------- cache
+
 
 class FrameCache:
     """One cache folder. Thread-safe (a SQLite connection per thread) and shareable by processes."""
@@ -410,12 +427,16 @@ class FrameCache:
             return False
         now = time.time()
         try:
-            old, total = self._write([
-                ("SELECT file FROM entries WHERE key = ?", (key,)),
-                ("SELECT COALESCE(SUM(bytes), 0) FROM entries WHERE key != ?", (key,)),
-                ("INSERT OR REPLACE INTO entries (key, file, bytes, digest, created, last_used) VALUES (?, ?, ?, ?, ?, ?)",
-                 (key, name, len(blob), digest, now, now)),
-            ])[:2]
+            old, total = self._write(
+                [
+                    ("SELECT file FROM entries WHERE key = ?", (key,)),
+                    ("SELECT COALESCE(SUM(bytes), 0) FROM entries WHERE key != ?", (key,)),
+                    (
+                        "INSERT OR REPLACE INTO entries (key, file, bytes, digest, created, last_used) VALUES (?, ?, ?, ?, ?, ?)",
+                        (key, name, len(blob), digest, now, now),
+                    ),
+                ]
+            )[:2]
             evicted = self._evict(key) if total[0][0] + len(blob) > self.cap else []
         except sqlite3.Error as exc:
             self._warn_once("indexing an entry", exc)
@@ -465,8 +486,14 @@ class FrameCache:
         if self.disabled:
             return
         try:
-            self._write([("INSERT OR REPLACE INTO probes (key, info, last_used) VALUES (?, ?, ?)",
-                          (key, json.dumps(dict(info), allow_nan=False), time.time()))])
+            self._write(
+                [
+                    (
+                        "INSERT OR REPLACE INTO probes (key, info, last_used) VALUES (?, ?, ?)",
+                        (key, json.dumps(dict(info), allow_nan=False), time.time()),
+                    )
+                ]
+            )
         except (sqlite3.Error, ValueError) as exc:
             self._warn_once("storing a probe", exc)
 
@@ -480,8 +507,12 @@ class FrameCache:
 
     def clear(self) -> int:
         """Delete every entry and probe; returns the number of entries removed."""
-        names = [r[0] for r in self._write([("SELECT file FROM entries", ()), ("DELETE FROM entries", ()),
-                                            ("DELETE FROM probes", ())])[0]]
+        names = [
+            r[0]
+            for r in self._write(
+                [("SELECT file FROM entries", ()), ("DELETE FROM entries", ()), ("DELETE FROM probes", ())]
+            )[0]
+        ]
         for name in names:
             _unlink(self._path(name))
         self.gc(min_age_s=0.0)
@@ -519,9 +550,12 @@ def _is_corrupt(exc: BaseException) -> bool:
 
 # ----------------------------------------------------------------------------------------------- command line
 
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lmms_eval_plugins.frame_cache",
-                                     description="Show, empty or tidy the frame cache (settings from the environment).")
+    parser = argparse.ArgumentParser(
+        prog="python -m lmms_eval_plugins.frame_cache",
+        description="Show, empty or tidy the frame cache (settings from the environment).",
+    )
     parser.add_argument("command", choices=("stats", "clear", "gc"))
     parser.add_argument("--folder", type=Path, help=f"the cache folder (default: from {FRAME_CACHE_ENV})")
     args = parser.parse_args(argv)
@@ -537,8 +571,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "gc":
         print(f"removed {cache.gc()} unreferenced files from {folder}")
     stats = cache.stats()
-    print(f"{stats['folder']}: {stats['entries']} entries, {stats['bytes'] / 1e6:.1f} MB of "
-          f"{stats['cap_bytes'] / 1e6:.0f} MB cap, {stats['probes']} video probes")
+    print(
+        f"{stats['folder']}: {stats['entries']} entries, {stats['bytes'] / 1e6:.1f} MB of "
+        f"{stats['cap_bytes'] / 1e6:.0f} MB cap, {stats['probes']} video probes"
+    )
     return 0
 
 

@@ -17,6 +17,7 @@ no wildcard, no list), so it can neither name a file outside the run folder nor,
 
 from __future__ import annotations
 
+import glob
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -42,9 +43,12 @@ def check_task_name(task: Any, *, path: Path, field: str = "results") -> str:
     """``task`` when it is a plain task name, else a DataError naming the file and the field."""
     if isinstance(task, str) and TASK_NAME.fullmatch(task):
         return task
-    raise DataError(f"{field}: task name {str(task)[:80]!r} is not a task name (letters, digits, '_', '-', '.', '+'; "
-                    "at most 200; no '/', ',' or '*')", path=str(path),
-                    fix="the results file was edited or damaged: use the file lmms-eval wrote")
+    raise DataError(
+        f"{field}: task name {str(task)[:80]!r} is not a task name (letters, digits, '_', '-', '.', '+'; "
+        "at most 200; no '/', ',' or '*')",
+        path=str(path),
+        fix="the results file was edited or damaged: use the file lmms-eval wrote",
+    )
 
 
 def check_task_names(data: dict[str, Any], path: Path) -> None:
@@ -55,6 +59,29 @@ def check_task_names(data: dict[str, Any], path: Path) -> None:
             check_task_name(name, path=path, field=field)
             for member in value if field == "group_subtasks" and isinstance(value, list) else ():
                 check_task_name(member, path=path, field=f"group_subtasks[{name!r}]")
+
+
+# ------------------------------------------------------------------------------------ file names
+
+RESULTS_SUFFIX = "_results.json"
+
+
+def results_stem(results_path: Path) -> str:
+    """``<stem>`` of ``<stem>_results.json`` (the file's stem for any other name)."""
+    name = results_path.name
+    return name[: -len(RESULTS_SUFFIX)] if name.endswith(RESULTS_SUFFIX) else results_path.stem
+
+
+def samples_path(results_path: Path, task: str) -> Path:
+    """Where lmms-eval wrote ``task``'s logged samples for this results file (it may not exist); a task
+    name that is not a plain name is a DataError (see :func:`logged_samples.check_task_name`)."""
+    check_task_name(task, path=results_path)
+    return results_path.with_name(f"{results_stem(results_path)}_samples_{task}.jsonl")
+
+
+def samples_files(results_path: Path) -> list[Path]:
+    """Every task's logged samples file beside this results file, sorted by name."""
+    return sorted(results_path.parent.glob(f"{glob.escape(results_stem(results_path))}_samples_*.jsonl"))
 
 
 # What a reader of scores needs never includes these: the document, the prompt and the replies.
@@ -149,15 +176,21 @@ def iter_samples(path: Path, *, lean_records: bool = False) -> Iterator[dict[str
     for number, record in iter_jsonl(path):
         doc_id = record.get("doc_id")
         if doc_id is not None and (isinstance(doc_id, bool) or not isinstance(doc_id, (int, str))):
-            raise UnusableDocError(f"line {number}: doc_id is a JSON {type(doc_id).__name__}, not a number or a string",
-                                   record=repr(doc_id)[:80], path=str(path),
-                                   fix="lmms-eval logs each document's index as doc_id: use the file lmms-eval wrote")
+            raise UnusableDocError(
+                f"line {number}: doc_id is a JSON {type(doc_id).__name__}, not a number or a string",
+                record=repr(doc_id)[:80],
+                path=str(path),
+                fix="lmms-eval logs each document's index as doc_id: use the file lmms-eval wrote",
+            )
         key = (type(doc_id).__name__, repr(doc_id))  # 1 and "1" are different doc_ids; keys must hash
         if doc_id is not None and key in first_line:
-            raise DuplicateDocError(f"line {number}: doc_id {doc_id!r} is logged twice (lines {first_line[key]} and "
-                                    f"{number})", record=repr(doc_id), path=str(path),
-                                    fix="lmms-eval logs one line per document: the file was edited or two files were "
-                                        "joined; use the file lmms-eval wrote (or re-run with --log_samples)")
+            raise DuplicateDocError(
+                f"line {number}: doc_id {doc_id!r} is logged twice (lines {first_line[key]} and {number})",
+                record=repr(doc_id),
+                path=str(path),
+                fix="lmms-eval logs one line per document: the file was edited or two files were "
+                "joined; use the file lmms-eval wrote (or re-run with --log_samples)",
+            )
         first_line.setdefault(key, number)
         yield lean(record) if lean_records else record
 
@@ -177,12 +210,12 @@ class ReplayError(PluginError):
 def load_samples(results_path: Path, task: str, keep: Callable[[dict[str, Any]], Any] | None = None) -> dict[int, Any]:
     """The logged samples of ``task`` by doc id (``keep``: only what it returns of each, read in one
     streamed pass); a missing or malformed file raises :class:`ReplayError`."""
-    from lmms_eval_plugins.runs import samples_path  # runs reads samples through this module
-
     path = samples_path(results_path, task)
     if not path.is_file():
-        raise ReplayError(f"no logged samples for task {task!r}: {path} does not exist. "
-                          "The run must be made with --log_samples; re-run lmms-eval with it")
+        raise ReplayError(
+            f"no logged samples for task {task!r}: {path} does not exist. "
+            "The run must be made with --log_samples; re-run lmms-eval with it"
+        )
     by_doc: dict[int, Any] = {}
     try:
         for number, record in enumerate(iter_samples(path), start=1):
@@ -192,6 +225,8 @@ def load_samples(results_path: Path, task: str, keep: Callable[[dict[str, Any]],
     except UnusableDocError as exc:
         raise ReplayError(f"{path}: {exc.problem}: {exc.fix}") from exc
     except DataError as exc:
-        raise ReplayError(f"{path}: {exc.problem}: the file is cut short or corrupt (an interrupted run?); "
-                          f"re-run lmms-eval for task {task!r} with --log_samples") from exc
+        raise ReplayError(
+            f"{path}: {exc.problem}: the file is cut short or corrupt (an interrupted run?); "
+            f"re-run lmms-eval for task {task!r} with --log_samples"
+        ) from exc
     return by_doc

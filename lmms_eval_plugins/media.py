@@ -205,8 +205,13 @@ def linspace_interval_indices(total_frames: int, fps: float, intervals: Sequence
     return sorted(found)
 
 
-def frame_plan(total_frames: int, fps: float, num_frames: int, intervals: Sequence[Interval] | None,
-               index_rule: IndexRule = "centre") -> list[int]:
+def frame_plan(
+    total_frames: int,
+    fps: float,
+    num_frames: int,
+    intervals: Sequence[Interval] | None,
+    index_rule: IndexRule = "centre",
+) -> list[int]:
     """The indices `sample_video` decodes: uniform over the video, or over each interval (seconds)
     with the budget split in proportion to interval length; interval by interval, in the given order.
 
@@ -259,8 +264,9 @@ END_TOLERANCE_S = 1.0
 def intervals_past_end(intervals: Sequence[Interval], duration: float, tolerance: float = END_TOLERANCE_S) -> list[int]:
     """Positions of the (start, end) intervals (seconds) that start at or after ``duration``
     or end more than ``tolerance`` past it."""
-    return [i for i, (start, end) in enumerate(intervals)
-            if float(start) >= duration or float(end) > duration + tolerance]
+    return [
+        i for i, (start, end) in enumerate(intervals) if float(start) >= duration or float(end) > duration + tolerance
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,7 +329,12 @@ def _probe(path: str, mtime_ns: int, size: int) -> VideoInfo:
     known = cache.get_info(key) if cache is not None else None
     if known is not None:
         try:
-            n, fps, width, height = int(known["num_frames"]), float(known["fps"]), int(known["width"]), int(known["height"])
+            n, fps, width, height = (
+                int(known["num_frames"]),
+                float(known["fps"]),
+                int(known["width"]),
+                int(known["height"]),
+            )
             if n > 0 and fps > 0:
                 return VideoInfo(n, fps, n / fps, width, height)
         except (KeyError, TypeError, ValueError):
@@ -349,10 +360,13 @@ def max_video_pixels() -> int:
 def _refuse_video_pixels(width: int, height: int, path: Path, record_id: str | None) -> None:
     limit = max_video_pixels()
     if width * height > limit:
-        raise MediaError(f"video frames have {width} x {height} pixels, above the limit of {limit:,}",
-                         record=record_id, path=str(path),
-                         fix=f"scale the video down (ffmpeg -i in.mp4 -vf scale=-2:1080 out.mp4); if it is genuine, "
-                             f"raise {MAX_VIDEO_PIXELS_ENV}")
+        raise MediaError(
+            f"video frames have {width} x {height} pixels, above the limit of {limit:,}",
+            record=record_id,
+            path=str(path),
+            fix=f"scale the video down (ffmpeg -i in.mp4 -vf scale=-2:1080 out.mp4); if it is genuine, "
+            f"raise {MAX_VIDEO_PIXELS_ENV}",
+        )
 
 
 def video_header_size(path: Path) -> tuple[int, int] | None:
@@ -404,8 +418,12 @@ def _decode(reader: VideoReader, indices: list[int], path: Path, record_id: str 
 def load_image(path: str | Path, record_id: str | None = None, max_long_side: int | None = None) -> Image.Image:
     """An RGB image, shrunk to `max_long_side` if larger (a placeholder for an unreadable file when skipping is on:
     see :func:`skippable`)."""
-    return skippable(lambda: _load_image(_existing(path, "image", record_id), record_id, max_long_side)[0],
-                     path, record_id, _placeholder_image)
+    return skippable(
+        lambda: _load_image(_existing(path, "image", record_id), record_id, max_long_side)[0],
+        path,
+        record_id,
+        _placeholder_image,
+    )
 
 
 def _placeholder_image() -> Image.Image:
@@ -414,8 +432,14 @@ def _placeholder_image() -> Image.Image:
 
 def _placeholder_frames(path: str | Path, num_frames: int) -> SampledFrames:
     k = max(1, min(int(num_frames), 2))
-    return SampledFrames(frames=[_placeholder_image() for _ in range(k)], timestamps=[0.0] * k, indices=list(range(k)),
-                         path=str(path), fps=1.0, source_size=(PLACEHOLDER_SIDE, PLACEHOLDER_SIDE))
+    return SampledFrames(
+        frames=[_placeholder_image() for _ in range(k)],
+        timestamps=[0.0] * k,
+        indices=list(range(k)),
+        path=str(path),
+        fps=1.0,
+        source_size=(PLACEHOLDER_SIDE, PLACEHOLDER_SIDE),
+    )
 
 
 def skippable(decode: Callable[[], T], path: str | Path, record_id: str | None, placeholder: Callable[[], T]) -> T:
@@ -455,9 +479,13 @@ def _load_image(path: Path, record_id: str | None, max_long_side: int | None) ->
             size = im.size
             limit = max_image_pixels()
             if size[0] * size[1] > limit:
-                raise MediaError(f"image has {size[0]} x {size[1]} pixels, above the limit of {limit:,} "
-                                 "(a decompression bomb, or a genuine huge image)", record=record_id, path=str(path),
-                                 fix=f"check the file; if it is genuine, raise {MAX_PIXELS_ENV}")
+                raise MediaError(
+                    f"image has {size[0]} x {size[1]} pixels, above the limit of {limit:,} "
+                    "(a decompression bomb, or a genuine huge image)",
+                    record=record_id,
+                    path=str(path),
+                    fix=f"check the file; if it is genuine, raise {MAX_PIXELS_ENV}",
+                )
             # JPEG can decode at 1/2, 1/4 or 1/8 scale: ask for no less than the target size.
             im.draft("RGB", fit_size(*size, max_long_side))
             with _STRICT_DECODE:
@@ -499,14 +527,23 @@ def sample_video(
     if interval is not None and intervals is not None:
         raise ValueError("pass either interval or intervals, not both")
     _check_rule(index_rule)
-    return skippable(lambda: _sample_video_cached(path, num_frames, interval, intervals, max_long_side, record_id,
-                                                  index_rule),
-                     path, record_id, lambda: _placeholder_frames(path, num_frames))
+    return skippable(
+        lambda: _sample_video_cached(path, num_frames, interval, intervals, max_long_side, record_id, index_rule),
+        path,
+        record_id,
+        lambda: _placeholder_frames(path, num_frames),
+    )
 
 
-def _sample_video_cached(path: str | Path, num_frames: int, interval: Interval | None,
-                         intervals: Sequence[Interval] | None, max_long_side: int | None, record_id: str | None,
-                         index_rule: IndexRule) -> SampledFrames:
+def _sample_video_cached(
+    path: str | Path,
+    num_frames: int,
+    interval: Interval | None,
+    intervals: Sequence[Interval] | None,
+    max_long_side: int | None,
+    record_id: str | None,
+    index_rule: IndexRule,
+) -> SampledFrames:
     p = _existing(path, "video", record_id)
     spans = [interval] if interval is not None else intervals
 
@@ -514,8 +551,11 @@ def _sample_video_cached(path: str | Path, num_frames: int, interval: Interval |
         return _sample_video(p, num_frames, spans, max_long_side, record_id, index_rule)
 
     try:
-        params = {"num_frames": int(num_frames), "max_long_side": max_long_side,
-                  "intervals": None if spans is None else [[float(start), float(end)] for start, end in spans]}
+        params = {
+            "num_frames": int(num_frames),
+            "max_long_side": max_long_side,
+            "intervals": None if spans is None else [[float(start), float(end)] for start, end in spans],
+        }
     except (TypeError, ValueError):
         return decode()  # malformed arguments: the sampler's own error, not the cache's
     if index_rule != "centre":  # the default rule keeps the keys it always had
@@ -523,8 +563,14 @@ def _sample_video_cached(path: str | Path, num_frames: int, interval: Interval |
     return _through_cache("video", [p], params, str(p), decode)
 
 
-def _sample_video(p: Path, num_frames: int, spans: Sequence[Interval] | None, max_long_side: int | None,
-                  record_id: str | None, index_rule: IndexRule = "centre") -> SampledFrames:
+def _sample_video(
+    p: Path,
+    num_frames: int,
+    spans: Sequence[Interval] | None,
+    max_long_side: int | None,
+    record_id: str | None,
+    index_rule: IndexRule = "centre",
+) -> SampledFrames:
     source = size = None
     if max_long_side is not None:
         info = video_info(p, record_id)
@@ -581,8 +627,9 @@ def _length(video: VideoRequest) -> float:
 _NUMBER = re.compile(r"\d+")
 
 
-def frame_files(folder: str | Path, record_id: str | None = None, *,
-                root: str | Path | None = None, by_name: bool = False) -> list[tuple[int, Path]]:
+def frame_files(
+    folder: str | Path, record_id: str | None = None, *, root: str | Path | None = None, by_name: bool = False
+) -> list[tuple[int, Path]]:
     """(frame number, path) of the images in a frame folder, sorted by the last integer in each name
     (``by_name``: by the file names as strings, as CrossVid's official scripts sort them).
 
@@ -625,8 +672,10 @@ def folder_listing(folder: str | Path, record_id: str | None = None) -> list[tup
     official scripts sample from), each with whether it is an image file (a regular file with an image
     suffix); ``cv2.imread`` fails on any other entry, a stray text file or a sub-folder."""
     folder_path = _existing(folder, "frame folder", record_id, folder=True)
-    return [(p.name, p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
-            for p in sorted(folder_path.iterdir(), key=lambda entry: entry.name)]
+    return [
+        (p.name, p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+        for p in sorted(folder_path.iterdir(), key=lambda entry: entry.name)
+    ]
 
 
 def folder_positions(n_files: int, num_frames: int, index_rule: IndexRule = "centre") -> list[int]:
@@ -653,14 +702,24 @@ def sample_frame_folder(
     timestamps are position / fps. `root`: see `frame_files` (frames must resolve inside it).
     """
     _check_rule(index_rule)
-    return skippable(lambda: _sample_frame_folder(folder, num_frames, fps, max_long_side, record_id, root, index_rule,
-                                                  by_name),
-                     folder, record_id, lambda: _placeholder_frames(folder, num_frames))
+    return skippable(
+        lambda: _sample_frame_folder(folder, num_frames, fps, max_long_side, record_id, root, index_rule, by_name),
+        folder,
+        record_id,
+        lambda: _placeholder_frames(folder, num_frames),
+    )
 
 
-def _sample_frame_folder(folder: str | Path, num_frames: int, fps: float, max_long_side: int | None,
-                         record_id: str | None, root: str | Path | None, index_rule: IndexRule,
-                         by_name: bool = False) -> SampledFrames:
+def _sample_frame_folder(
+    folder: str | Path,
+    num_frames: int,
+    fps: float,
+    max_long_side: int | None,
+    record_id: str | None,
+    root: str | Path | None,
+    index_rule: IndexRule,
+    by_name: bool = False,
+) -> SampledFrames:
     files = frame_files(folder, record_id, root=root, by_name=by_name)
     positions = folder_positions(len(files), num_frames, index_rule)
     shown = str(Path(folder).expanduser())
@@ -678,15 +737,22 @@ def _sample_frame_folder(folder: str | Path, num_frames: int, fps: float, max_lo
         )
 
     # The chosen files are the key's sources: editing, adding or removing one changes the key.
-    params = {"num_frames": int(num_frames), "fps": float(fps), "max_long_side": max_long_side, "positions": positions,
-              "numbers": [files[i][0] for i in positions], "n_files": len(files)}
+    params = {
+        "num_frames": int(num_frames),
+        "fps": float(fps),
+        "max_long_side": max_long_side,
+        "positions": positions,
+        "numbers": [files[i][0] for i in positions],
+        "n_files": len(files),
+    }
     if index_rule != "centre":
         params["index_rule"] = index_rule
     return _through_cache("folder", [files[i][1] for i in positions], params, shown, load)
 
 
-def _through_cache(kind: str, sources: Sequence[Path], params: dict, shown_path: str,
-                   decode: Callable[[], SampledFrames]) -> SampledFrames:
+def _through_cache(
+    kind: str, sources: Sequence[Path], params: dict, shown_path: str, decode: Callable[[], SampledFrames]
+) -> SampledFrames:
     """``decode()``, or the same frames from the frame cache; a fresh result is stored for next time.
 
     Only RGB results are stored (every sampler returns RGB): ``Image.fromarray`` of the stored uint8
@@ -713,10 +779,17 @@ def _through_cache(kind: str, sources: Sequence[Path], params: dict, shown_path:
         except OSError:
             unchanged = False
         if unchanged:
-            cache.put(key, [np.asarray(f) for f in sampled.frames], {
-                "timestamps": sampled.timestamps, "indices": sampled.indices, "fps": sampled.fps,
-                "frame_numbers": sampled.frame_numbers,
-                "source_size": list(sampled.source_size) if sampled.source_size else None})
+            cache.put(
+                key,
+                [np.asarray(f) for f in sampled.frames],
+                {
+                    "timestamps": sampled.timestamps,
+                    "indices": sampled.indices,
+                    "fps": sampled.fps,
+                    "frame_numbers": sampled.frame_numbers,
+                    "source_size": list(sampled.source_size) if sampled.source_size else None,
+                },
+            )
     return sampled
 
 
@@ -725,10 +798,15 @@ def _restore(entry: frame_cache.CachedFrames, shown_path: str) -> SampledFrames 
     try:
         frames = [Image.fromarray(a) for a in entry.frames]  # copies: the images own their pixels
         size = meta["source_size"]
-        sampled = SampledFrames(frames=frames, timestamps=[float(t) for t in meta["timestamps"]],
-                                indices=[int(i) for i in meta["indices"]], path=shown_path, fps=float(meta["fps"]),
-                                frame_numbers=[int(n) for n in meta["frame_numbers"]],
-                                source_size=(int(size[0]), int(size[1])) if size else None)
+        sampled = SampledFrames(
+            frames=frames,
+            timestamps=[float(t) for t in meta["timestamps"]],
+            indices=[int(i) for i in meta["indices"]],
+            path=shown_path,
+            fps=float(meta["fps"]),
+            frame_numbers=[int(n) for n in meta["frame_numbers"]],
+            source_size=(int(size[0]), int(size[1])) if size else None,
+        )
     except (KeyError, TypeError, ValueError, IndexError):
         return None  # an entry from a foreign writer: decode instead
     if any(f.mode != "RGB" for f in frames) or not len(frames) == len(sampled.indices) == len(sampled.timestamps):

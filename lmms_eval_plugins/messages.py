@@ -59,7 +59,9 @@ def interleaved_content(before: str, groups: Sequence[FrameGroup], after: str) -
     pending = before
     for group in groups:
         if not group.frames:
-            raise ValueError(f"no frames for {group.text.strip() or 'a frame group'}: every group needs at least one frame")
+            raise ValueError(
+                f"no frames for {group.text.strip() or 'a frame group'}: every group needs at least one frame"
+            )
         pending += group.text
         if pending:
             content.append({"type": "text", "text": pending})
@@ -74,8 +76,9 @@ def interleaved_content(before: str, groups: Sequence[FrameGroup], after: str) -
     return content
 
 
-def interleaved_messages(before: str, groups: Sequence[FrameGroup], after: str, *,
-                         system: str | None = None) -> list[dict[str, Any]]:
+def interleaved_messages(
+    before: str, groups: Sequence[FrameGroup], after: str, *, system: str | None = None
+) -> list[dict[str, Any]]:
     """One user turn from :func:`interleaved_content`, preceded by a system message when given."""
     messages = [system_message(system)] if system else []
     messages.append({"role": "user", "content": interleaved_content(before, groups, after)})

@@ -124,7 +124,11 @@ def mark_unscored(per_metric: Mapping[str, Any], reason: str) -> dict[str, Any]:
     cache: dict[int, Any] = {}  # one marked copy per shared item object
     for metric, item in per_metric.items():
         if id(item) not in cache:
-            cache[id(item)] = {**item, UNSCORED_FIELD: reason} if isinstance(item, Mapping) else {"value": item, UNSCORED_FIELD: reason}
+            cache[id(item)] = (
+                {**item, UNSCORED_FIELD: reason}
+                if isinstance(item, Mapping)
+                else {"value": item, UNSCORED_FIELD: reason}
+            )
         marked[metric] = cache[id(item)]
     return marked
 
@@ -143,8 +147,14 @@ def judge_failure(outcome: Any) -> str | None:
     return error if error.startswith(NOT_JUDGED) else f"judge error: {error}"
 
 
-def with_unscored(per_metric: Mapping[str, Any], responses: Sequence[Any], *, judge: Any = None,
-                  judged: Iterable[str] = (), doc: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def with_unscored(
+    per_metric: Mapping[str, Any],
+    responses: Sequence[Any],
+    *,
+    judge: Any = None,
+    judged: Iterable[str] = (),
+    doc: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """``process_results``' output plus the ``unscored`` item (and, given the ``doc``, the skipped-records items).
 
     A failed model request marks every item. A judge that gave no verdict (``judge``: the sample's
@@ -153,12 +163,21 @@ def with_unscored(per_metric: Mapping[str, Any], responses: Sequence[Any], *, ju
     """
     skipped_as = unreadable_media_of(doc) if doc is not None else None
     if skipped_as is not None:  # the model saw a placeholder: left out of every metric, counted as skipped
-        out = {m: {**(v if isinstance(v, Mapping) else {"value": v}), MEDIA_SKIP_FIELD: UNREADABLE_MEDIA,
-                   "skipped_key": skipped_as} for m, v in per_metric.items()}
+        out = {
+            m: {
+                **(v if isinstance(v, Mapping) else {"value": v}),
+                MEDIA_SKIP_FIELD: UNREADABLE_MEDIA,
+                "skipped_key": skipped_as,
+            }
+            for m, v in per_metric.items()
+        }
         out[UNSCORED_METRIC] = {UNSCORED_FIELD: None}
         if SKIPPED_FIELD in doc:
             out[SKIPPED_METRIC] = out[SKIPPED_BY_REASON_METRIC] = {
-                SKIPPED_FIELD: doc[SKIPPED_FIELD], MEDIA_SKIP_FIELD: UNREADABLE_MEDIA, "skipped_key": skipped_as}
+                SKIPPED_FIELD: doc[SKIPPED_FIELD],
+                MEDIA_SKIP_FIELD: UNREADABLE_MEDIA,
+                "skipped_key": skipped_as,
+            }
         return out
     reason = first_failure(responses)
     if reason:
@@ -249,7 +268,9 @@ def count_unscored(items: Sequence[Any]) -> int:
 count_unscored._unscored_guard = True  # type: ignore[attr-defined]  # the one aggregation that counts them
 
 
-def group_mean(metrics: Sequence[float | int | None], sizes: Sequence[int], weight_by_size: bool = True) -> float | int | None:
+def group_mean(
+    metrics: Sequence[float | int | None], sizes: Sequence[int], weight_by_size: bool = True
+) -> float | int | None:
     """lmms-eval's group ``mean`` of subtask scores, made safe for unscored samples.
 
     lmms-eval applies a group's ``aggregate_metric_list`` entry to every metric whose name *contains*

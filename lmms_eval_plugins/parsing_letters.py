@@ -140,27 +140,44 @@ _SPACE_RUN = re.compile(r"\s+")
 # The prose patterns run on the text with every whitespace run made one space, so each pattern
 # below uses only bounded repetitions: every match attempt is O(1) and a scan is linear.
 _LETTER = r"[(\[]? ?([A-Z]) ?[)\]]?(?![A-Za-z0-9])"
-_CONNECT = r"(?: ?(?:is|was|would be|should be|must be|will be|=|:|-|–|—|then|therefore|clearly|likely|probably|definitely))"
+_CONNECT = (
+    r"(?: ?(?:is|was|would be|should be|must be|will be|=|:|-|–|—|then|therefore|clearly|likely|probably|definitely))"
+)
 # (pattern, words of which the lowercased text must hold one for the pattern to match): the check
 # skips a pattern's scan, the costly part on long replies, when it cannot match.
 _PROSE_STATEMENTS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
     # "The answer is B", "Answer: (B)", "the correct option is C", "My final answer would be option D"
-    (re.compile(
-        r"(?<![A-Za-z])(?i:(?:answer(?: to (?:the|this) (?:question|problem))?|答案"
-        r"|(?:correct|right|best|final|most likely|most plausible|most appropriate|most reasonable) (?:option|choice|one))"
-        + _CONNECT + r"{0,3} ?(?:(?:option|choice|letter) ?)?)" + _LETTER
-    ), ("answer", "答案", "option", "choice", "one")),
+    (
+        re.compile(
+            r"(?<![A-Za-z])(?i:(?:answer(?: to (?:the|this) (?:question|problem))?|答案"
+            r"|(?:correct|right|best|final|most likely|most plausible|most appropriate|most reasonable) (?:option|choice|one))"
+            + _CONNECT
+            + r"{0,3} ?(?:(?:option|choice|letter) ?)?)"
+            + _LETTER
+        ),
+        ("answer", "答案", "option", "choice", "one"),
+    ),
     # "I choose B", "I would select option C", "pick (D)"
-    (re.compile(r"(?<![A-Za-z])(?i:(?:choose|select|pick|go with) (?:(?:option|choice|answer) ?)?)" + _LETTER),
-     ("choose", "select", "pick", "go with")),
+    (
+        re.compile(r"(?<![A-Za-z])(?i:(?:choose|select|pick|go with) (?:(?:option|choice|answer) ?)?)" + _LETTER),
+        ("choose", "select", "pick", "go with"),
+    ),
     # "Therefore, B." -- the letter must end the sentence
-    (re.compile(r"(?<![A-Za-z])(?i:(?:so|therefore|thus|hence),? (?:(?:option|choice) )?)" + _LETTER + r"(?=[.!]? |[.!]?$)"),
-     ("so", "therefore", "thus", "hence")),
+    (
+        re.compile(
+            r"(?<![A-Za-z])(?i:(?:so|therefore|thus|hence),? (?:(?:option|choice) )?)" + _LETTER + r"(?=[.!]? |[.!]?$)"
+        ),
+        ("so", "therefore", "thus", "hence"),
+    ),
     # "B is correct", "Option C is the best answer", "(D) would be the right choice"
-    (re.compile(
-        r"(?<![A-Za-z0-9])(?:(?i:option|choice) ?)?" + _LETTER
-        + r"(?= (?i:is|would be|seems to be|appears to be) (?i:the )?(?i:correct|right|best|most likely|most plausible|answer))"
-    ), ("correct", "right", "best", "most", "answer")),
+    (
+        re.compile(
+            r"(?<![A-Za-z0-9])(?:(?i:option|choice) ?)?"
+            + _LETTER
+            + r"(?= (?i:is|would be|seems to be|appears to be) (?i:the )?(?i:correct|right|best|most likely|most plausible|answer))"
+        ),
+        ("correct", "right", "best", "most", "answer"),
+    ),
 ]
 _OPTION_MENTION = re.compile(r"(?<![A-Za-z])(?i:option|choice|选项) ?" + _LETTER)
 # After a letter: "B or C", "B, C", "B and C" hedge between two letters
@@ -245,8 +262,10 @@ def _letter_run(s: str, letters: str) -> frozenset[str] | None:
 
 
 # "The answer is AC.", "The correct answers are A and C", "I choose A, C": the letters to the end of the line
-_STATED_SET = re.compile(r"(?i:(?:the )?(?:correct |final |right )?(?:answer|option|choice)s? (?:is|are|would be)|i (?:choose|pick|select|would choose))"
-                         r" ?:? ?([^\n]{1,80})$")
+_STATED_SET = re.compile(
+    r"(?i:(?:the )?(?:correct |final |right )?(?:answer|option|choice)s? (?:is|are|would be)|i (?:choose|pick|select|would choose))"
+    r" ?:? ?([^\n]{1,80})$"
+)
 
 
 def parse_letter_set(text: str, letters: str = "ABCDEFGH", *, prose: bool = False) -> Parsed[frozenset[str]]:
@@ -290,5 +309,3 @@ def parse_letter_set(text: str, letters: str = "ABCDEFGH", *, prose: bool = Fals
             if got:
                 return Parsed.success(got)
     return Parsed.failure("no option letters found")
-
-

@@ -207,5 +207,3 @@ def match_category(
         names = sorted(hits, key=lambda c: order.get(c, len(order)))
         return Parsed.failure(f"ambiguous: several categories ({', '.join(names)})")
     return Parsed.failure("no category keyword found")
-
-

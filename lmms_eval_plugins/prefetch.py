@@ -78,6 +78,7 @@ def _logger():
 
 # ----------------------------------------------------------------------------------------------- settings
 
+
 def _env_number(name: str, default: float, minimum: float) -> float:
     try:
         return env_number(name, default, minimum=minimum, clamp=True)
@@ -92,9 +93,11 @@ def enabled() -> bool:
 
 def settings() -> dict[str, int]:
     """budget_mb, workers and ahead from the environment (workers is 0 when decode-ahead is off)."""
-    return {"budget_mb": int(_env_number(PREFETCH_MB_ENV, DEFAULT_MB, 0)),
-            "workers": int(_env_number(PREFETCH_WORKERS_ENV, DEFAULT_WORKERS, 0)) if enabled() else 0,
-            "ahead": int(_env_number(PREFETCH_AHEAD_ENV, DEFAULT_AHEAD, 1))}
+    return {
+        "budget_mb": int(_env_number(PREFETCH_MB_ENV, DEFAULT_MB, 0)),
+        "workers": int(_env_number(PREFETCH_WORKERS_ENV, DEFAULT_WORKERS, 0)) if enabled() else 0,
+        "ahead": int(_env_number(PREFETCH_AHEAD_ENV, DEFAULT_AHEAD, 1)),
+    }
 
 
 # ----------------------------------------------------------------------------------------------- sizes
@@ -123,6 +126,7 @@ def estimate_bytes(value: Any, _depth: int = 0) -> int:
 
 
 # ----------------------------------------------------------------------------------------------- core
+
 
 def _prepare_one(prepare: Callable[[Any], Any], docs: Sequence[Any], index: int) -> Any:
     return prepare(docs[index])
@@ -157,8 +161,14 @@ class _Slot:
 class Prefetcher:
     """Prepare registered documents ahead of the caller, in plan order, within a memory budget."""
 
-    def __init__(self, *, budget_mb: float | None = None, workers: int | None = None, ahead: int | None = None,
-                 sizer: Callable[[Any], int] = estimate_bytes) -> None:
+    def __init__(
+        self,
+        *,
+        budget_mb: float | None = None,
+        workers: int | None = None,
+        ahead: int | None = None,
+        sizer: Callable[[Any], int] = estimate_bytes,
+    ) -> None:
         env = settings()
         self.budget = int((env["budget_mb"] if budget_mb is None else budget_mb) * 1_000_000)
         self.workers = env["workers"] if workers is None else workers
@@ -213,9 +223,12 @@ class Prefetcher:
     def near(self, n: int) -> list[Job]:
         """The jobs most likely asked for next: the n after the cursor, then up to n before it not yet asked."""
         with self._lock:
-            after = self._plan[self._cursor:self._cursor + n]
-            before = [self._plan[p] for p in range(self._cursor - 1, max(-1, self._cursor - 1 - n), -1)
-                      if p not in self._taken]
+            after = self._plan[self._cursor : self._cursor + n]
+            before = [
+                self._plan[p]
+                for p in range(self._cursor - 1, max(-1, self._cursor - 1 - n), -1)
+                if p not in self._taken
+            ]
             return after + before
 
     # -- the caller
@@ -266,7 +279,7 @@ class Prefetcher:
         if not positions:
             return None
         lowest = max(0, self._cursor - self.ahead)  # a little behind: concurrent callers arrive out of order
-        for pos in positions[bisect_left(positions, lowest):]:
+        for pos in positions[bisect_left(positions, lowest) :]:
             if pos not in self._taken:
                 return pos
         return None
@@ -317,8 +330,9 @@ class Prefetcher:
             return
         waiting = min(len(self._plan), self._cursor + self.ahead) - self._next
         for _ in range(min(limit - len(self._threads), waiting)):
-            thread = threading.Thread(target=self._work, name=f"lmms-eval-plugins-prefetch-{len(self._threads)}",
-                                      daemon=True)
+            thread = threading.Thread(
+                target=self._work, name=f"lmms-eval-plugins-prefetch-{len(self._threads)}", daemon=True
+            )
             self._threads.add(thread)
             thread.start()
 
@@ -397,6 +411,7 @@ class Prefetcher:
 
 
 # ----------------------------------------------------------------------------------------------- lmms-eval hook
+
 
 class PrefetchedHook:
     """A task hook (``doc_to_messages``/``doc_to_visual``) whose values are prepared ahead.
@@ -509,7 +524,8 @@ class _Progress:
                     f"about {(self.total - self.done) / rate / 60:.1f} min left; the model waited for its inputs "
                     f"{100 * self.window_wait / window:.0f}% of the last {window:.0f} s; "
                     f"{core.stats.ready + core.stats.waited} prepared ahead ({core.workers} workers); "
-                    f"frame cache: {COUNTERS.hits} hits, {COUNTERS.misses} decoded")
+                    f"frame cache: {COUNTERS.hits} hits, {COUNTERS.misses} decoded"
+                )
             self.window_start, self.window_wait = now, 0.0
         if self.done >= self.total and not self.finished:
             self.finished = True
@@ -517,7 +533,8 @@ class _Progress:
                 _logger().info(
                     f"preparing media: all {self.total} requests done; the model waited {self.wait_s:.1f} s for inputs "
                     f"({self.wait_s / max(self.total, 1):.3f} s a request), {core.stats.ready + core.stats.waited} "
-                    f"prepared ahead; frame cache: {COUNTERS.hits} hits, {COUNTERS.misses} decoded")
+                    f"prepared ahead; frame cache: {COUNTERS.hits} hits, {COUNTERS.misses} decoded"
+                )
 
 
 class _Layer:
@@ -531,7 +548,9 @@ class _Layer:
         start = time.perf_counter()
         with self._lock:
             plan, job = self._plan, None
-            loop = frames.find_request_loop()  # every call: a new loop (a new generate_until) must not reuse an old plan
+            loop = (
+                frames.find_request_loop()
+            )  # every call: a new loop (a new generate_until) must not reuse an old plan
             if loop is not None:
                 source, task_dict, order = loop
                 fingerprint = frames.fingerprint(source)
@@ -606,9 +625,15 @@ def layer_stats() -> dict[str, Any] | None:
     plan = current[1].plan if current is not None and current[0] == os.getpid() else None
     if plan is None:
         return None
-    return {"planned": len(plan.jobs), "done": plan.progress.done, "wait_s": plan.progress.wait_s,
-            **dataclasses.asdict(plan.core.stats), "workers": plan.core.workers, "budget": plan.core.budget,
-            "ahead": plan.core.ahead}
+    return {
+        "planned": len(plan.jobs),
+        "done": plan.progress.done,
+        "wait_s": plan.progress.wait_s,
+        **dataclasses.asdict(plan.core.stats),
+        "workers": plan.core.workers,
+        "budget": plan.core.budget,
+        "ahead": plan.core.ahead,
+    }
 
 
 atexit.register(shutdown)

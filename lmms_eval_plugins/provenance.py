@@ -31,10 +31,20 @@ def plugin_commit() -> str | None:
     if not (here.parent / ".git").exists():
         return None
     try:
-        done = subprocess.run(["git", "-C", str(here.parent), "rev-parse", "--short=10", "HEAD"],
-                              capture_output=True, text=True, timeout=5, check=False)
-        dirty = subprocess.run(["git", "-C", str(here.parent), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5, check=False)
+        done = subprocess.run(
+            ["git", "-C", str(here.parent), "rev-parse", "--short=10", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(here.parent), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     commit = done.stdout.strip()
@@ -61,4 +71,6 @@ def describe(versions: dict[str, str | None] | None) -> str:
         return ""
     plugin = versions.get("lmms-eval-plugins") or "?"
     commit = versions.get("lmms-eval-plugins commit")
-    return f"lmms-eval {versions.get('lmms-eval') or '?'} · lmms-eval-plugins {plugin}" + (f" ({commit})" if commit else "")
+    return f"lmms-eval {versions.get('lmms-eval') or '?'} · lmms-eval-plugins {plugin}" + (
+        f" ({commit})" if commit else ""
+    )

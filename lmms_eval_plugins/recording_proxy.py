@@ -42,8 +42,21 @@ MAX_BODY = 256 * 1024 * 1024  # bytes; a request of 256 MiB is far above any API
 UPSTREAM_TIMEOUT = 900.0  # seconds; above the OpenAI client's own default read timeout (600 s)
 
 # Connection-level headers a proxy must not forward (RFC 9110 7.6.1), plus the ones it recomputes.
-_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-                         "transfer-encoding", "upgrade", "proxy-connection", "host", "content-length"})
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "proxy-connection",
+        "host",
+        "content-length",
+    }
+)
 _HEADER_PREFIX_CHARS = 1 << 20  # base64 characters decoded to read an image's size (the header is at the start)
 
 
@@ -177,8 +190,9 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 class RecordingProxy:
-    def __init__(self, upstream: str, *, max_body: int = MAX_BODY, timeout: float = UPSTREAM_TIMEOUT,
-                 trust_env: bool = True) -> None:
+    def __init__(
+        self, upstream: str, *, max_body: int = MAX_BODY, timeout: float = UPSTREAM_TIMEOUT, trust_env: bool = True
+    ) -> None:
         """``upstream``: the real endpoint's base URL (e.g. ``https://api.openai.com/v1``); ``trust_env``:
         reach it through the environment's HTTP(S)_PROXY settings like the OpenAI client does (never
         for a loopback endpoint)."""
@@ -223,8 +237,12 @@ class RecordingProxy:
             request_queue_size = 256
 
         self._httpd = Server(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="check-model-recording-proxy", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="check-model-recording-proxy",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -264,13 +282,19 @@ class RecordingProxy:
         if length > self.max_body:
             handler.close_connection = True  # the body is not read: the connection cannot be reused
             self._record(handler.command, path, b"", None, f"request body of {length} bytes above the proxy's limit")
-            self._reply_error(handler, 413, f"check-model proxy: request body of {length} bytes above its limit of {self.max_body}")
+            self._reply_error(
+                handler, 413, f"check-model proxy: request body of {length} bytes above its limit of {self.max_body}"
+            )
             return
         raw = handler.rfile.read(length) if length else b""
         record = self._record(handler.command, path, raw, None, None)
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in _HOP_BY_HOP}
-        request = urllib.request.Request(self._origin + path, data=raw if raw or handler.command in ("POST", "PUT", "PATCH") else None,
-                                         headers=headers, method=handler.command)
+        request = urllib.request.Request(
+            self._origin + path,
+            data=raw if raw or handler.command in ("POST", "PUT", "PATCH") else None,
+            headers=headers,
+            method=handler.command,
+        )
         try:
             try:
                 response = self._opener.open(request, timeout=self.timeout)
@@ -283,7 +307,9 @@ class RecordingProxy:
         except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
             record.error = f"{type(reason).__name__}: {reason}"[:300]
-            self._reply_error(handler, 502, f"check-model proxy: endpoint {sanitise_url(self.upstream)} unreachable: {record.error}")
+            self._reply_error(
+                handler, 502, f"check-model proxy: endpoint {sanitise_url(self.upstream)} unreachable: {record.error}"
+            )
             return
         if len(payload) > self.max_body:
             record.status, record.error = status, "reply above the proxy's limit"
@@ -310,9 +336,17 @@ class RecordingProxy:
             except Exception:  # a summary never breaks forwarding
                 chat = None
         with self._lock:
-            record = Record(n=len(self.records), label=self.label, method=method, path=path.split("?", 1)[0],
-                            body_bytes=len(raw), body_sha256=hashlib.sha256(raw).hexdigest(), status=status,
-                            error=error, chat=chat)
+            record = Record(
+                n=len(self.records),
+                label=self.label,
+                method=method,
+                path=path.split("?", 1)[0],
+                body_bytes=len(raw),
+                body_sha256=hashlib.sha256(raw).hexdigest(),
+                status=status,
+                error=error,
+                chat=chat,
+            )
             self.records.append(record)
         return record
 

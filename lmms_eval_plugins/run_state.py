@@ -29,6 +29,7 @@ def normalised_path(path: Any) -> str:
     text = str(path).strip()
     return os.path.normpath(os.path.expanduser(text)) if text else text
 
+
 # The results JSON's key for the run's 95% intervals: task -> "metric,filter" -> [low, high] (percentile bootstrap)
 INTERVALS_KEY = "lmms_eval_plugins_intervals"
 

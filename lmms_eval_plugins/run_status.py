@@ -42,8 +42,11 @@ class TaskNotFound(PluginError):
     def __init__(self, missing: Sequence[str], known: Sequence[str]) -> None:
         self.missing = list(missing)
         self.problem = f"no task named {', '.join(repr(t) for t in self.missing)}: lmms-eval ran nothing"
-        hints = [f"{t!r}: did you mean {' or '.join(closest_tasks(t, known))}?" for t in self.missing
-                 if closest_tasks(t, known)]
+        hints = [
+            f"{t!r}: did you mean {' or '.join(closest_tasks(t, known))}?"
+            for t in self.missing
+            if closest_tasks(t, known)
+        ]
         self.fix = "; ".join(hints) or "`lmms-eval --tasks list` (or `lmms-eval-plugins tasks`) lists the task names"
         self.record, self.path = None, None
         super().__init__(f"{self.problem} | fix: {self.fix}")
@@ -53,14 +56,19 @@ class RunBlockedError(PluginError):
     """What stops a run, every item at once, found before its model loads (``doctor.run_blockers``):
     ``blockers`` and ``warnings`` are (what, why, fix) triples."""
 
-    def __init__(self, blockers: Sequence[tuple[str, str, str | None]], warnings: Sequence[tuple[str, str, str | None]] = ()):
+    def __init__(
+        self, blockers: Sequence[tuple[str, str, str | None]], warnings: Sequence[tuple[str, str, str | None]] = ()
+    ):
         self.blockers, self.warnings = list(blockers), list(warnings)
         count = f"{len(self.blockers)} thing{'s' if len(self.blockers) != 1 else ''}"
         self.problem = f"{count} must be fixed before this run can start (found before the model loaded)"
         self.fix = "; ".join(f"{what}: {fix}" for what, _, fix in self.blockers if fix) or None
         self.record, self.path = None, None
-        super().__init__(f"{self.problem}: " + "; ".join(f"{what}: {why}" for what, why, _ in self.blockers)
-                         + (f" | fix: {self.fix}" if self.fix else ""))
+        super().__init__(
+            f"{self.problem}: "
+            + "; ".join(f"{what}: {why}" for what, why, _ in self.blockers)
+            + (f" | fix: {self.fix}" if self.fix else "")
+        )
 
 
 def closest_tasks(name: str, known: Sequence[str], n: int = 3) -> list[str]:
@@ -117,10 +125,19 @@ def stopped_block(error: PluginError, output_path: str | None, tasks: Sequence[s
         for label, attribute in (("record", "record"), ("file", "path"), ("fix", "fix")):
             if getattr(error, attribute, None):
                 body += _field(label, getattr(error, attribute))
-    check = f"lmms-eval-plugins check-run {output_path.rstrip('/')}" if output_path else "lmms-eval-plugins check-run OUTPUT_PATH"
-    lines = [bar, f"lmms-eval-plugins: the run stopped: {type(error).__name__}", *body,
-             f"  (lmms-eval exits with status 0 even so; `{check}` exits 1)",
-             f"  ({doctor_hint(tasks)})", bar]
+    check = (
+        f"lmms-eval-plugins check-run {output_path.rstrip('/')}"
+        if output_path
+        else "lmms-eval-plugins check-run OUTPUT_PATH"
+    )
+    lines = [
+        bar,
+        f"lmms-eval-plugins: the run stopped: {type(error).__name__}",
+        *body,
+        f"  (lmms-eval exits with status 0 even so; `{check}` exits 1)",
+        f"  ({doctor_hint(tasks)})",
+        bar,
+    ]
     return escape_controls("\n".join(lines))  # the message may quote a record of a hostile data file
 
 
@@ -129,14 +146,23 @@ def interrupted_block(output_path: str | None, argv: Sequence[str]) -> str:
     cached = "--use_cache" in argv or "-c" in argv
     bar = "=" * WIDTH
     lines = [bar, "lmms-eval-plugins: the run was stopped (Ctrl-C)."]
-    lines += _field("kept", "no results or samples file: lmms-eval writes them only when every task is done"
-                    + (f" (nothing new under {output_path})" if output_path else ""))
+    lines += _field(
+        "kept",
+        "no results or samples file: lmms-eval writes them only when every task is done"
+        + (f" (nothing new under {output_path})" if output_path else ""),
+    )
     if cached:
-        lines += _field("replies", "the replies so far are in your --use_cache folder; with the same "
-                                   "LMMS_CACHE_RUN_ID the same command asks only the rest")
+        lines += _field(
+            "replies",
+            "the replies so far are in your --use_cache folder; with the same "
+            "LMMS_CACHE_RUN_ID the same command asks only the rest",
+        )
     else:
-        lines += _field("next time", "LMMS_CACHE_RUN_ID=myrun lmms-eval ... --use_cache cache/ keeps every model reply "
-                                     "as it comes: after a stop the same command asks only the rest (README: Crash recovery)")
+        lines += _field(
+            "next time",
+            "LMMS_CACHE_RUN_ID=myrun lmms-eval ... --use_cache cache/ keeps every model reply "
+            "as it comes: after a stop the same command asks only the rest (README: Crash recovery)",
+        )
     lines += _field("judged", "verdicts already received are in the judge cache and are not asked again")
     return escape_controls("\n".join([*lines, bar]))
 
@@ -146,9 +172,14 @@ def record_failure(output_path: str | None, error: PluginError) -> Path | None:
     if not output_path:
         return None
     folder = Path(output_path).expanduser()
-    record = {"time": time.time(), "error": type(error).__name__, "problem": getattr(error, "problem", str(error)),
-              "record": getattr(error, "record", None), "path": getattr(error, "path", None),
-              "fix": getattr(error, "fix", None)}
+    record = {
+        "time": time.time(),
+        "error": type(error).__name__,
+        "problem": getattr(error, "problem", str(error)),
+        "record": getattr(error, "record", None),
+        "path": getattr(error, "path", None),
+        "fix": getattr(error, "fix", None),
+    }
     try:
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / FAILED_MARKER
@@ -179,10 +210,13 @@ def output_path_error(output_path: str | None) -> DataError | None:
             if ancestor.is_dir():
                 return None
             where = "is a file" if ancestor == path else f"is inside {ancestor}, which is a file"
-            return DataError(f"--output_path {path} {where}, not a folder: lmms-eval would run every request "
-                             "and then fail to save the results", path=str(ancestor),
-                             fix="give --output_path a folder (lmms-eval creates it), e.g. "
-                                 f"--output_path {path.parent / (path.name + '_results')}")
+            return DataError(
+                f"--output_path {path} {where}, not a folder: lmms-eval would run every request "
+                "and then fail to save the results",
+                path=str(ancestor),
+                fix="give --output_path a folder (lmms-eval creates it), e.g. "
+                f"--output_path {path.parent / (path.name + '_results')}",
+            )
     return None
 
 
@@ -202,12 +236,16 @@ def check_run(folder: Path, tasks: Sequence[str] = ()) -> tuple[int, list[str]]:
         except (OSError, ValueError):
             failure = {}
         failure = failure if isinstance(failure, dict) else {}
-        lines = [f"check-run: FAILED: the last run in {folder} stopped: {failure.get('problem', '(unreadable record)')}"]
+        lines = [
+            f"check-run: FAILED: the last run in {folder} stopped: {failure.get('problem', '(unreadable record)')}"
+        ]
         lines += [f"  {k}: {failure[k]}" for k in ("record", "path", "fix") if failure.get(k)]
         return 1, lines
     if results_path is None:
-        return 1, [f"check-run: FAILED: no *_results.json under {folder}: the run stopped before writing results "
-                   "(its error is in the last lines of its output)"]
+        return 1, [
+            f"check-run: FAILED: no *_results.json under {folder}: the run stopped before writing results "
+            "(its error is in the last lines of its output)"
+        ]
     try:
         results = parse_json(results_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -224,8 +262,10 @@ def check_run(folder: Path, tasks: Sequence[str] = ()) -> tuple[int, list[str]]:
         lines = [f"{head}: INCOMPLETE"]
         if missing:
             lines.append(f"  no results for: {', '.join(missing)}")
-        lines += [f"  {task}: {n} unscored sample(s) (finish them with `lmms-eval-plugins score {folder}`)"
-                  for task, n in sorted(unscored.items())]
+        lines += [
+            f"  {task}: {n} unscored sample(s) (finish them with `lmms-eval-plugins score {folder}`)"
+            for task, n in sorted(unscored.items())
+        ]
         return 1, lines
     return 0, [f"{head}: OK, {len(present)} task(s), every sample scored"]
 
@@ -250,7 +290,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="lmms-eval-plugins check-run",
         description="Exit 0 when the newest lmms-eval run in OUTPUT_PATH wrote results and scored every sample; "
-                    "1 otherwise (lmms-eval itself exits 0 after most errors).")
+        "1 otherwise (lmms-eval itself exits 0 after most errors).",
+    )
     parser.add_argument("output_path", type=Path, help="the folder given to lmms-eval as --output_path")
     parser.add_argument("--tasks", default="", help="comma-separated tasks that must have results")
     args = parser.parse_args(argv)

@@ -16,7 +16,6 @@ A stored run is data, never code: nothing read here is imported or executed.
 
 from __future__ import annotations
 
-import glob
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,13 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from lmms_eval_plugins import logged_samples, provenance
+
+# the run files' names live with their reader; runs.samples_path etc. stay importable from here
+from lmms_eval_plugins.logged_samples import RESULTS_SUFFIX, results_stem, samples_files, samples_path  # noqa: F401
 from lmms_eval_plugins.data import JsonLimitError, parse_json
 from lmms_eval_plugins.errors import DataError
 from lmms_eval_plugins.run_state import INTERVALS_KEY
 from lmms_eval_plugins.compat.private import split_model_args_without_loading
 from lmms_eval_plugins.safe_text import redact_model_args
 
-RESULTS_SUFFIX = "_results.json"
 JUDGE_REPORT_GLOB = "judge_report*.json"
 # lmms-eval's ``get_datetime_str`` default (0.7.3, utils.py): the results' ``date`` is in this zone
 # unless ``--timezone`` was given (recorded under config.resolved_cli_args.timezone).
@@ -102,24 +103,6 @@ def _read_samples(path: Path, notes: list[str]) -> list[dict[str, Any]] | None:
 # ------------------------------------------------------------------------------------ file names
 
 
-def results_stem(results_path: Path) -> str:
-    """``<stem>`` of ``<stem>_results.json`` (the file's stem for any other name)."""
-    name = results_path.name
-    return name[: -len(RESULTS_SUFFIX)] if name.endswith(RESULTS_SUFFIX) else results_path.stem
-
-
-def samples_path(results_path: Path, task: str) -> Path:
-    """Where lmms-eval wrote ``task``'s logged samples for this results file (it may not exist); a task
-    name that is not a plain name is a DataError (see :func:`logged_samples.check_task_name`)."""
-    logged_samples.check_task_name(task, path=results_path)
-    return results_path.with_name(f"{results_stem(results_path)}_samples_{task}.jsonl")
-
-
-def samples_files(results_path: Path) -> list[Path]:
-    """Every task's logged samples file beside this results file, sorted by name."""
-    return sorted(results_path.parent.glob(f"{glob.escape(results_stem(results_path))}_samples_*.jsonl"))
-
-
 # ------------------------------------------------------------------------------------ one task's entries
 
 
@@ -162,17 +145,18 @@ def task_error_bars(raw: Mapping[str, Any]) -> dict[str, dict[str, float]]:
     return out
 
 
-
-
 def task_intervals(data: Mapping[str, Any], task: str) -> dict[str, tuple[float, float]]:
     """metric -> (low, high) of a task's stored 95% intervals; anything not two finite, ordered numbers is left out."""
     stored = data.get(INTERVALS_KEY)
     raw = stored.get(task) if isinstance(stored, dict) else None
     out: dict[str, tuple[float, float]] = {}
     for name, pair in _entries(raw if isinstance(raw, dict) else {}).items():
-        if (isinstance(pair, list) and len(pair) == 2
-                and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in pair)
-                and pair[0] <= pair[1]):
+        if (
+            isinstance(pair, list)
+            and len(pair) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in pair)
+            and pair[0] <= pair[1]
+        ):
             out[name] = (float(pair[0]), float(pair[1]))
     return out
 
@@ -187,12 +171,14 @@ def read_results(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise RunInputError(f"{path}: cannot read: {exc}") from exc
     except json.JSONDecodeError as exc:
-        raise RunInputError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-                            "is the run still writing it, or was it cut short?") from exc
+        raise RunInputError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "is the run still writing it, or was it cut short?"
+        ) from exc
     except JsonLimitError as exc:  # deep nesting, a huge integer: data, refused by name (issue 27)
         raise RunInputError(f"{path}: {exc}: not a file lmms-eval wrote (damaged or hostile)") from exc
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
-        raise RunInputError(f"{path}: not an lmms-eval results file (no \"results\" object)")
+        raise RunInputError(f'{path}: not an lmms-eval results file (no "results" object)')
     try:
         logged_samples.check_task_names(data, path)
     except DataError as exc:
@@ -271,19 +257,29 @@ def load_run(folder: Path, files: Sequence[Path], *, label: str | None, skip_bad
             if not metrics:
                 continue  # a group header without aggregated metrics
             if task in tasks:
-                notes.append(f"task {task} is in {tasks[task].results_path.name} and {path.name}; the newer one is shown")
+                notes.append(
+                    f"task {task} is in {tasks[task].results_path.name} and {path.name}; the newer one is shown"
+                )
             count = n_samples.get(task, {})
-            tasks[task] = TaskResult(task, metrics, path,
-                                     count.get("effective") if isinstance(count, dict) else None,
-                                     hib.get(task) if isinstance(hib.get(task), dict) else {}, task in groups,
-                                     task_error_bars(raw), task_intervals(data, task))
+            tasks[task] = TaskResult(
+                task,
+                metrics,
+                path,
+                count.get("effective") if isinstance(count, dict) else None,
+                hib.get(task) if isinstance(hib.get(task), dict) else {},
+                task in groups,
+                task_error_bars(raw),
+                task_intervals(data, task),
+            )
     newest_path, newest = loaded[-1]
     config = newest.get("config") or {}
     info = {
         "date": results_date(newest_path, newest),
         "timezone": results_timezone(newest),
         "lmms_eval_version": newest.get("lmms_eval_version"),
-        "software": newest.get(provenance.RESULTS_KEY) if isinstance(newest.get(provenance.RESULTS_KEY), dict) else None,
+        "software": newest.get(provenance.RESULTS_KEY)
+        if isinstance(newest.get(provenance.RESULTS_KEY), dict)
+        else None,
         "limit": config.get("limit"),
         "gen_kwargs": config.get("gen_kwargs"),
         "model_backend": config.get("model_backend"),
@@ -292,9 +288,18 @@ def load_run(folder: Path, files: Sequence[Path], *, label: str | None, skip_bad
     }
     # Shown in every page the report writes: credential-like values are hidden here, once.
     model_args = config.get("model_args")
-    return Run(label or model_label(newest, folder), folder, str(config.get("model") or ""),
-               redact_model_args(model_args, split_model_args_without_loading) if isinstance(model_args, (str, dict)) else json.dumps(model_args or ""),
-               [p for p, _ in loaded], tasks, info, notes=notes)
+    return Run(
+        label or model_label(newest, folder),
+        folder,
+        str(config.get("model") or ""),
+        redact_model_args(model_args, split_model_args_without_loading)
+        if isinstance(model_args, (str, dict))
+        else json.dumps(model_args or ""),
+        [p for p, _ in loaded],
+        tasks,
+        info,
+        notes=notes,
+    )
 
 
 def _find_judge_reports(run_dir: Path, folder: Path, notes: list[str]) -> list[tuple[Path, dict[str, Any]]]:
@@ -329,7 +334,9 @@ def discover_runs(run_dir: Path, *, label: str | None = None, skip_bad: bool = F
         for path in sorted(run_dir.rglob(f"*{RESULTS_SUFFIX}")):
             groups.setdefault(path.parent, []).append(path)
         if not groups:
-            raise RunInputError(f"{run_dir}: no *{RESULTS_SUFFIX} file in it or below it (is it an lmms-eval --output_path?)")
+            raise RunInputError(
+                f"{run_dir}: no *{RESULTS_SUFFIX} file in it or below it (is it an lmms-eval --output_path?)"
+            )
     else:
         raise RunInputError(f"{run_dir}: no such file or folder")
     runs = []
@@ -343,8 +350,10 @@ def discover_runs(run_dir: Path, *, label: str | None = None, skip_bad: bool = F
             if run is None:
                 continue
             if len(by_model) > 1:
-                run.notes.append(f"{folder} holds the results of {len(by_model)} models (lmms-eval runs with one "
-                                 "--output_path); each is shown as its own run")
+                run.notes.append(
+                    f"{folder} holds the results of {len(by_model)} models (lmms-eval runs with one "
+                    "--output_path); each is shown as its own run"
+                )
             run.judge_reports = _find_judge_reports(run_dir, folder, run.notes)
             runs.append(run)
     return runs

@@ -109,8 +109,14 @@ def _fsync_folder(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_writer(path: str | os.PathLike[str], *, mode: int = 0o644, binary: bool = False,
-                  encoding: str = "utf-8", newline: str | None = None) -> Iterator[IO[Any]]:
+def atomic_writer(
+    path: str | os.PathLike[str],
+    *,
+    mode: int = 0o644,
+    binary: bool = False,
+    encoding: str = "utf-8",
+    newline: str | None = None,
+) -> Iterator[IO[Any]]:
     """Yield a temporary file (text, or bytes when ``binary``) that replaces ``path`` on success and
     is removed on error.  A link or non-regular file at ``path`` is refused before anything is written."""
     target = Path(path)
@@ -135,7 +141,9 @@ def atomic_writer(path: str | os.PathLike[str], *, mode: int = 0o644, binary: bo
     _fsync_folder(target.parent)
 
 
-def write_atomic(path: str | os.PathLike[str], data: str | bytes, *, mode: int = 0o644, encoding: str = "utf-8") -> Path:
+def write_atomic(
+    path: str | os.PathLike[str], data: str | bytes, *, mode: int = 0o644, encoding: str = "utf-8"
+) -> Path:
     """Write ``data`` to ``path`` through a temporary file this process creates, then rename it into
     place.  ``mode`` is the new file's mode (before the umask).  Returns ``path``."""
     target = Path(path)
@@ -149,8 +157,9 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any, *, mode: int = 0o6
     return write_atomic(path, json.dumps(obj, indent=indent, allow_nan=False) + "\n", mode=mode)
 
 
-def open_append(path: str | os.PathLike[str], *, mode: int = 0o600, binary: bool = False,
-                encoding: str = "utf-8") -> IO[Any]:
+def open_append(
+    path: str | os.PathLike[str], *, mode: int = 0o600, binary: bool = False, encoding: str = "utf-8"
+) -> IO[Any]:
     """Open ``path`` for appending (and reading: lock files read their holder's pid), creating it
     with ``mode`` when absent.  A link, a non-regular file, or a file owned by another user is an
     :class:`UnsafePathError`: nothing is opened, created or changed."""

@@ -25,10 +25,28 @@ REDACTED = "***"
 # ---- the one list of credential forms -------------------------------------------------------------------
 # A name (model arg, query parameter, header, dict key) is a credential when one of its parts (split at
 # "_", "-", ".", spaces and camelCase humps; lower-cased) is one of these ...
-CREDENTIAL_PARTS = frozenset((
-    "key", "apikey", "token", "secret", "password", "passwd", "passphrase", "pass", "pwd", "auth", "authorization",
-    "credential", "credentials", "cookie", "session", "signature", "sig", "bearer",
-))
+CREDENTIAL_PARTS = frozenset(
+    (
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "passphrase",
+        "pass",
+        "pwd",
+        "auth",
+        "authorization",
+        "credential",
+        "credentials",
+        "cookie",
+        "session",
+        "signature",
+        "sig",
+        "bearer",
+    )
+)
 # ... or ends with one of these (apikey, hftoken, accesskey, clientsecret) ...
 CREDENTIAL_ENDINGS = ("key", "token", "secret", "password", "passwd")
 # ... or is one of these whole names: Azure Functions' ``?code=`` (never ``trust_remote_code``).
@@ -50,6 +68,7 @@ def is_credential_name(name: Any) -> bool:
 
 
 # ---- secrets in their encoded forms ------------------------------------------------------------------------
+
 
 def _base64_cores(secret: bytes) -> list[str]:
     """The base64 text that ``secret`` becomes wherever it sits in an encoded byte string: for each of
@@ -254,8 +273,9 @@ def redact_arg(name: str, value: Any) -> str:
     return redact(value)
 
 
-def redact_model_args(model_args: str | Mapping[str, Any] | None,
-                      split: Callable[[str], list[str]] | None = None) -> str:
+def redact_model_args(
+    model_args: str | Mapping[str, Any] | None, split: Callable[[str], list[str]] | None = None
+) -> str:
     """``--model_args`` (the string, or lmms-eval's dict of them) with every credential-like value hidden."""
     if model_args is None:
         return ""

@@ -26,7 +26,9 @@ def sample_dir(benchmark: str | Benchmark) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lmms-eval-plugins sample-data", description=__doc__.split("\n\n")[0])
-    parser.add_argument("benchmarks", nargs="*", help="benchmark names (default: every installed benchmark with a generator)")
+    parser.add_argument(
+        "benchmarks", nargs="*", help="benchmark names (default: every installed benchmark with a generator)"
+    )
     args = parser.parse_args(argv)
     made = generators()
     for name in args.benchmarks or list(made):

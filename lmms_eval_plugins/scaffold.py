@@ -56,8 +56,13 @@ _TOKEN = re.compile(r"@([A-Z][A-Z_]*)@")
 # The generated benchmark's metric table: spec.py and the YAML's metric_list are both written from it;
 # AGGREGATES names each scored metric's aggregation in the generated scoring.py.
 METRICS: tuple[Metric, ...] = (
-    Metric("accuracy", True, paper_name="Acc", item_score="correct",
-           description="percent of records whose parsed option letter is the gold one"),
+    Metric(
+        "accuracy",
+        True,
+        paper_name="Acc",
+        item_score="correct",
+        description="percent of records whose parsed option letter is the gold one",
+    ),
     Metric("parse_fail", False, unit="count", description="replies with no readable option letter (scored wrong)"),
     Metric(UNSCORED_METRIC, False, unit="count", description="failed model requests (metrics null, never wrong)"),
 )
@@ -106,7 +111,11 @@ def builtin_task_folder() -> Path | None:
 def task_names_in(folder: Path, *, with_folders: bool = False) -> set[str]:
     """Task and group names declared below ``folder`` and its YAML stems; ``with_folders`` adds the names of
     its top-level sub-folders (lmms-eval's own folder is one sub-folder per benchmark, named after it)."""
-    names = {p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))} if with_folders else set()
+    names = (
+        {p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+        if with_folders
+        else set()
+    )
     entries = read_task_yamls([folder], skip_unreadable=True)  # lmms-eval's folder is not ours to judge
     names.update(e.path.stem for e in entries if e.path.suffix == ".yaml")
     names.update(e.name for e in entries if e.kind)
@@ -122,33 +131,42 @@ def clashes(name: str, taken: Iterable[str]) -> list[str]:
 def check_name(name: str) -> None:
     """Refuse a name that is malformed, installed, or would take over existing tasks."""
     if not NAME_PATTERN.fullmatch(name) or name.endswith("_") or "__" in name:
-        raise ScaffoldError(f"{name!r} is not a benchmark name: use lowercase letters, digits and single '_', "
-                            "starting with a letter and not ending with '_' (e.g. my_bench)")
+        raise ScaffoldError(
+            f"{name!r} is not a benchmark name: use lowercase letters, digits and single '_', "
+            "starting with a letter and not ending with '_' (e.g. my_bench)"
+        )
     if len(name) > MAX_NAME_LENGTH:
         raise ScaffoldError(f"{name!r} is longer than {MAX_NAME_LENGTH} characters")
     installed = registry()
     if name in installed:
-        raise ScaffoldError(f"{name!r} is already an installed benchmark (its tasks are in {installed[name].tasks_dir}); "
-                            "choose another name")
+        raise ScaffoldError(
+            f"{name!r} is already an installed benchmark (its tasks are in {installed[name].tasks_dir}); "
+            "choose another name"
+        )
     for spec in installed.values():
         taken = clashes(name, task_names_in(spec.tasks_dir)) if spec.tasks_dir.is_dir() else []
         if taken:
-            raise ScaffoldError(f"{name!r} would take over tasks of the installed benchmark {spec.name!r} "
-                                f"({', '.join(taken[:5])}): task names are owned by prefix; choose another name")
+            raise ScaffoldError(
+                f"{name!r} would take over tasks of the installed benchmark {spec.name!r} "
+                f"({', '.join(taken[:5])}): task names are owned by prefix; choose another name"
+            )
     folder = builtin_task_folder()
     taken = clashes(name, task_names_in(folder, with_folders=True)) if folder is not None and folder.is_dir() else []
     if taken:
-        raise ScaffoldError(f"{name!r} clashes with lmms-eval's built-in tasks ({', '.join(taken[:5])}"
-                            f"{', ...' if len(taken) > 5 else ''}): lmms-eval keeps its own task of a name, and the "
-                            "report would count those tasks as this benchmark's; choose another name")
+        raise ScaffoldError(
+            f"{name!r} clashes with lmms-eval's built-in tasks ({', '.join(taken[:5])}"
+            f"{', ...' if len(taken) > 5 else ''}): lmms-eval keeps its own task of a name, and the "
+            "report would count those tasks as this benchmark's; choose another name"
+        )
     package = name + PACKAGE_SUFFIX
     try:
         found = importlib.util.find_spec(package)
     except (ImportError, ValueError):
         found = None
     if found is not None:
-        raise ScaffoldError(f"a module named {package!r} is already importable ({found.origin or 'namespace'}); "
-                            "choose another name")
+        raise ScaffoldError(
+            f"a module named {package!r} is already importable ({found.origin or 'namespace'}); choose another name"
+        )
 
 
 # ------------------------------------------------------------------------------------------------ rendering
@@ -158,8 +176,11 @@ def metric_source(metric: Metric) -> str:
     """``Metric("accuracy", True, item_score="correct")``: the fields that differ from the defaults
     (strings as JSON, which is valid Python; the description on a line of its own)."""
     defaults = {f.name: f.default for f in dataclasses.fields(Metric)}
-    extras = [f"{f}={json.dumps(getattr(metric, f))}" for f in ("paper_name", "unit", "aggregation", "item_score")
-              if getattr(metric, f) != defaults[f]]
+    extras = [
+        f"{f}={json.dumps(getattr(metric, f))}"
+        for f in ("paper_name", "unit", "aggregation", "item_score")
+        if getattr(metric, f) != defaults[f]
+    ]
     if metric.name in AGGREGATES:
         extras.append(f"aggregate={AGGREGATES[metric.name]}")
     head = ", ".join([json.dumps(metric.name), repr(metric.higher_is_better), *extras])
@@ -241,18 +262,30 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="lmms-eval-plugins new-benchmark",
         description="Write a pip-installable package for a new benchmark (spec, task YAMLs with a NAME_sample task "
-        "on bundled records, task code, tests, README), registered in the lmms_eval_plugins.benchmarks entry-point group.")
-    parser.add_argument("name", metavar="NAME", help="benchmark name and task prefix: lowercase identifier, e.g. my_bench")
-    parser.add_argument("--dest", type=Path, default=Path("."), metavar="DIR",
-                        help="folder to write lmms-eval-plugins-NAME/ into (default: the current folder)")
+        "on bundled records, task code, tests, README), registered in the lmms_eval_plugins.benchmarks entry-point group.",
+    )
+    parser.add_argument(
+        "name", metavar="NAME", help="benchmark name and task prefix: lowercase identifier, e.g. my_bench"
+    )
+    parser.add_argument(
+        "--dest",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="folder to write lmms-eval-plugins-NAME/ into (default: the current folder)",
+    )
     parser.add_argument("--title", help="the benchmark's name as its paper writes it (default: from NAME)")
-    parser.add_argument("--force", action="store_true", help="overwrite the generated files of an existing package folder")
+    parser.add_argument(
+        "--force", action="store_true", help="overwrite the generated files of an existing package folder"
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     title = (args.title if args.title is not None else default_title(args.name)).strip()
     try:
         if not title or not title.isprintable() or '"' in title or "\\" in title:
-            raise ScaffoldError("--title must be one non-empty line of printable text without '\"' or '\\' "
-                                "(it goes into Python and TOML strings)")
+            raise ScaffoldError(
+                "--title must be one non-empty line of printable text without '\"' or '\\' "
+                "(it goes into Python and TOML strings)"
+            )
         check_name(args.name)
         names = Names(args.name, title)
         root = write_package(names, args.dest, force=args.force)
@@ -260,8 +293,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"new-benchmark: error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {root}")
-    print(f"next: pip install -e {root}   then   lmms-eval --model oracle --tasks {names.name}_sample "
-          f"--batch_size 1 --output_path out/   (accuracy 100); see {root / 'README.md'}")
+    print(
+        f"next: pip install -e {root}   then   lmms-eval --model oracle --tasks {names.name}_sample "
+        f"--batch_size 1 --output_path out/   (accuracy 100); see {root / 'README.md'}"
+    )
     return 0
 
 
@@ -269,16 +304,37 @@ def main(argv: list[str] | None = None) -> int:
 # Tokens @NAME@, @TITLE@, @PKG@ ... are filled by render_files; every other character is copied as is.
 
 SAMPLE_RECORDS: tuple[dict[str, object], ...] = (
-    {"id": "q1", "question": "What is 7 + 5?", "options": ["10", "12", "13", "14"], "answer": "B", "category": "arithmetic"},
-    {"id": "q2", "question": "Which planet is closest to the Sun?", "options": ["Venus", "Mars", "Mercury"],
-     "answer": "C", "category": "science"},
-    {"id": "q3", "question": "If every cat is a mammal and Tom is a cat, what is Tom?", "options": ["a mammal", "a bird"],
-     "answer": "A", "category": "logic"},
-    {"id": "q4", "question": "Which word means the same as 'rapid'?", "options": ["slow", "heavy", "quiet", "fast"],
-     "answer": "D", "category": "language"},
+    {
+        "id": "q1",
+        "question": "What is 7 + 5?",
+        "options": ["10", "12", "13", "14"],
+        "answer": "B",
+        "category": "arithmetic",
+    },
+    {
+        "id": "q2",
+        "question": "Which planet is closest to the Sun?",
+        "options": ["Venus", "Mars", "Mercury"],
+        "answer": "C",
+        "category": "science",
+    },
+    {
+        "id": "q3",
+        "question": "If every cat is a mammal and Tom is a cat, what is Tom?",
+        "options": ["a mammal", "a bird"],
+        "answer": "A",
+        "category": "logic",
+    },
+    {
+        "id": "q4",
+        "question": "Which word means the same as 'rapid'?",
+        "options": ["slow", "heavy", "quiet", "fast"],
+        "answer": "D",
+        "category": "language",
+    },
 )
 
-PYPROJECT = '''\
+PYPROJECT = """\
 [build-system]
 requires = ["setuptools>=68"]
 build-backend = "setuptools.build_meta"
@@ -309,17 +365,17 @@ packages = ["@PKG@", "@PKG@.task_yamls", "@PKG@.task_yamls.@NAME@"]
 [tool.pytest.ini_options]
 testpaths = ["tests"]
 pythonpath = ["."]
-'''
+"""
 
-GITIGNORE = '''\
+GITIGNORE = """\
 __pycache__/
 *.egg-info/
 build/
 dist/
 out/
-'''
+"""
 
-README = '''\
+README = """\
 # @DIST@
 
 @TITLE@ for [lmms-eval](https://github.com/EvolvingLMMs-Lab/lmms-eval), packaged as an lmms-eval-plugins
@@ -359,7 +415,7 @@ pip install -e '.[test]' && pytest                 # tests/test_@NAME@.py (the t
 
 Check after each step: `pytest` (after `pip install -e '.[test]'`), `lmms-eval-plugins sync-yaml --check @NAME@`, and the oracle run above
 (anything below 100 is a bug in the data, the prompt's format, the parser or the scoring).
-'''
+"""
 
 PACKAGE_INIT = '''\
 """@TITLE@ for lmms-eval: the benchmark spec (spec.py) and its task code (tasks.py)."""
@@ -589,7 +645,7 @@ def parse_failures(items: Sequence[Mapping[str, Any]]) -> int:
 
 UTILS = "@UTILS@"
 
-TEMPLATE_YAML = '''\
+TEMPLATE_YAML = """\
 # Shared by the @NAME@ tasks. Each task YAML includes it and names its data source (sources/*.json).
 dataset_path: json
 test_split: test
@@ -607,25 +663,25 @@ generation_kwargs:
 process_results: !function utils.process_results
 @METRIC_LIST@metadata:
   version: 0.1
-'''
+"""
 
-SAMPLE_YAML = '''\
+SAMPLE_YAML = """\
 task: @NAME@_sample
 include: @TEMPLATE_YAML@
 dataset_kwargs:
   data_files:
     test: sources/sample.json
-'''
+"""
 
-FULL_YAML = '''\
+FULL_YAML = """\
 task: @NAME@
 include: @TEMPLATE_YAML@
 dataset_kwargs:
   data_files:
     test: sources/auto.json
-'''
+"""
 
-TASK_README = '''\
+TASK_README = """\
 # @TITLE@
 
 One line on what @TITLE@ measures, and the paper it comes from.
@@ -655,7 +711,7 @@ never wrong).
   title = {@TITLE@}
 }
 ```
-'''
+"""
 
 TESTS = '''\
 """Unit tests of @TITLE@'s records, parser and scoring, with hand-computed cases. Run: pip install -e '.[test]' && pytest"""

@@ -68,8 +68,13 @@ MAX_REASONS_SHOWN = 5  # distinct unscored reasons printed in full by the summar
 # Options of the original command that decide which documents are scored, the prompt each stored reply
 # is checked against, or how replies are post-processed before scoring: the replay must use the same.
 # Each with the JSON types it may have (anything else is tampering); none names code or a file to load.
-FORWARDED_VALUES: dict[str, tuple[type, ...]] = {"limit": (int, float), "offset": (int,), "num_fewshot": (int,),
-                                                 "system_instruction": (str,), "reasoning_tags": (str,)}
+FORWARDED_VALUES: dict[str, tuple[type, ...]] = {
+    "limit": (int, float),
+    "offset": (int,),
+    "num_fewshot": (int,),
+    "system_instruction": (str,),
+    "reasoning_tags": (str,),
+}
 FORWARDED_SWITCHES = ("process_with_media",)
 INCLUDE_FIELD = "config.resolved_cli_args.include_path"
 # Concurrent scores of one folder take turns (the later one finds the verdicts cached). The lock lives in
@@ -118,12 +123,16 @@ def find_results(output_path: Path, results: str | None = None) -> Path:
         named = sorted(output_path.rglob(given.name))
         if len(named) == 1:
             return named[0]
-        raise ScoreInputError(f"--results {results}: {'several files of that name' if named else 'no such file'} "
-                              f"under {output_path}; give its path")
+        raise ScoreInputError(
+            f"--results {results}: {'several files of that name' if named else 'no such file'} "
+            f"under {output_path}; give its path"
+        )
     found = sorted(output_path.rglob(f"*{RESULTS_SUFFIX}"), key=lambda p: (p.name, str(p)))
     if not found:
-        raise ScoreInputError(f"{output_path}: no *{RESULTS_SUFFIX} in it or below it; give the --output_path of an "
-                              "lmms-eval run made with --log_samples")
+        raise ScoreInputError(
+            f"{output_path}: no *{RESULTS_SUFFIX} in it or below it; give the --output_path of an "
+            "lmms-eval run made with --log_samples"
+        )
     originals, broken = [], []
     for path in found:
         try:
@@ -135,8 +144,11 @@ def find_results(output_path: Path, results: str | None = None) -> Path:
     for problem in broken if originals else ():  # another run's broken file must not block this one
         emit(f"lmms-eval-plugins score: skipping {problem}", file=sys.stderr)
     if len(originals) > 1:
-        emit(f"lmms-eval-plugins score: {len(originals)} runs under {output_path}; re-scoring the newest, {chosen} "
-              "(pick another with --results FILE)", file=sys.stderr)
+        emit(
+            f"lmms-eval-plugins score: {len(originals)} runs under {output_path}; re-scoring the newest, {chosen} "
+            "(pick another with --results FILE)",
+            file=sys.stderr,
+        )
     return chosen
 
 
@@ -171,9 +183,13 @@ def check_logged_samples(path: Path, tasks: list[str]) -> dict[str, dict[int, st
 
     missing = [t for t in tasks if not samples_path(path, t).is_file()]
     if missing:
-        which = "the run logged no samples" if len(missing) == len(tasks) else f"no logged samples for {', '.join(missing)}"
-        raise ScoreInputError(f"{path}: {which} (expected {samples_path(path, missing[0]).name} beside it). score replays "
-                              "the stored replies: re-run lmms-eval with --log_samples")
+        which = (
+            "the run logged no samples" if len(missing) == len(tasks) else f"no logged samples for {', '.join(missing)}"
+        )
+        raise ScoreInputError(
+            f"{path}: {which} (expected {samples_path(path, missing[0]).name} beside it). score replays "
+            "the stored replies: re-run lmms-eval with --log_samples"
+        )
     targets = {}
     for task in tasks:
         try:
@@ -195,15 +211,19 @@ def forwarded_options(config: Mapping[str, Any], path: Path | None = None) -> li
     A value of the wrong JSON type is a ScoreInputError naming ``path`` and the field."""
     cli = config.get("resolved_cli_args") or {}
     if not isinstance(cli, Mapping):
-        raise ScoreInputError(f"{path}: config.resolved_cli_args is not an object: the results file was edited or damaged")
+        raise ScoreInputError(
+            f"{path}: config.resolved_cli_args is not an object: the results file was edited or damaged"
+        )
     out: list[str] = []
     for name, types in FORWARDED_VALUES.items():
         value = cli.get(name, config.get(name))
         if value is None or value == "":
             continue
         if isinstance(value, bool) or not isinstance(value, types) or (isinstance(value, str) and "\0" in value):
-            raise ScoreInputError(f"{path}: config.resolved_cli_args.{name} is {str(value)[:60]!r}, not a "
-                                  f"{' or '.join(t.__name__ for t in types)}: the results file was edited or damaged")
+            raise ScoreInputError(
+                f"{path}: config.resolved_cli_args.{name} is {str(value)[:60]!r}, not a "
+                f"{' or '.join(t.__name__ for t in types)}: the results file was edited or damaged"
+            )
         out.append(f"--{name}={value}")
     return out + [f"--{name}" for name in FORWARDED_SWITCHES if cli.get(name) is True]
 
@@ -217,8 +237,9 @@ def stored_include_paths(config: Mapping[str, Any]) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
 
-def include_options(config: Mapping[str, Any], path: Path, given: str | None,
-                    installed: Callable[[], list[str]] | None = None) -> list[str]:
+def include_options(
+    config: Mapping[str, Any], path: Path, given: str | None, installed: Callable[[], list[str]] | None = None
+) -> list[str]:
     """``--include_path`` for the replay: only what the user gave on this command line. A stored one that
     is not an installed benchmark's folder (those are always indexed) is refused unless the user gave one:
     loading it would import whatever code the output folder ships (issue 27)."""
@@ -231,14 +252,17 @@ def include_options(config: Mapping[str, Any], path: Path, given: str | None,
     ours = {os.path.realpath(folder) for folder in installed()}
     foreign = [p for p in stored_include_paths(config) if os.path.realpath(p) not in ours]
     if foreign:
-        raise ScoreInputError(f"{path}: {INCLUDE_FIELD} names {foreign[0][:200]!r}: score never loads task code named by a "
-                              "stored run (it could run anything; the run's tasks come from the installed benchmarks). "
-                              "If you trust that folder, give it yourself: lmms-eval-plugins score ... --include_path DIR")
+        raise ScoreInputError(
+            f"{path}: {INCLUDE_FIELD} names {foreign[0][:200]!r}: score never loads task code named by a "
+            "stored run (it could run anything; the run's tasks come from the installed benchmarks). "
+            "If you trust that folder, give it yourself: lmms-eval-plugins score ... --include_path DIR"
+        )
     return []
 
 
-def replay_command(path: Path, tasks: list[str], output_dir: Path, config: Mapping[str, Any],
-                   include: list[str] | None = None) -> list[str]:
+def replay_command(
+    path: Path, tasks: list[str], output_dir: Path, config: Mapping[str, Any], include: list[str] | None = None
+) -> list[str]:
     samples = path.resolve()
     if "," in str(samples):  # lmms-eval splits --model_args on ',': name the stored run through a comma-free link
         alias = output_dir.parent / "stored-run"
@@ -247,9 +271,24 @@ def replay_command(path: Path, tasks: list[str], output_dir: Path, config: Mappi
 
             new_link(alias, samples.parent)
         samples = alias / samples.name
-    return [sys.executable, "-m", "lmms_eval", "--model", "replay", "--model_args", f"samples={samples}",
-            "--tasks", ",".join(tasks), "--output_path", str(output_dir), "--log_samples", "--batch_size", "1",
-            *forwarded_options(config, path), *(include or [])]
+    return [
+        sys.executable,
+        "-m",
+        "lmms_eval",
+        "--model",
+        "replay",
+        "--model_args",
+        f"samples={samples}",
+        "--tasks",
+        ",".join(tasks),
+        "--output_path",
+        str(output_dir),
+        "--log_samples",
+        "--batch_size",
+        "1",
+        *forwarded_options(config, path),
+        *(include or []),
+    ]
 
 
 def run_replay(command: list[str], env: Mapping[str, str], cwd: Path, verbose: bool) -> tuple[int, str]:
@@ -258,9 +297,17 @@ def run_replay(command: list[str], env: Mapping[str, str], cwd: Path, verbose: b
     cwd is a scratch folder: ``python -m`` puts the cwd first on sys.path, and a source checkout there
     would shadow the installed package."""
     lines: list[str] = []
-    with subprocess.Popen(command, env=dict(env), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, errors="replace", start_new_session=True,
-                          preexec_fn=_die_with_parent()) as process:  # noqa: PLW1509 (no threads in score)
+    with subprocess.Popen(
+        command,
+        env=dict(env),
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+        preexec_fn=_die_with_parent(),
+    ) as process:  # noqa: PLW1509 (no threads in score)
         try:
             assert process.stdout is not None
             for line in process.stdout:
@@ -369,10 +416,14 @@ def folder_lock(folder: Path) -> Iterator[None]:
     path = lock_path(folder)
     try:
         import fcntl
+
         handle = open_append(path, encoding="ascii")  # a link planted in $TMPDIR: UnsafePathError, never followed
     except (ImportError, OSError) as exc:  # no flock (Windows), another user's lock file, a link: go on unlocked
-        emit(f"lmms-eval-plugins score: cannot lock {path} ({exc}); a concurrent score on {folder} would repeat "
-              "judge calls", file=sys.stderr)
+        emit(
+            f"lmms-eval-plugins score: cannot lock {path} ({exc}); a concurrent score on {folder} would repeat "
+            "judge calls",
+            file=sys.stderr,
+        )
         yield
         return
     with handle:
@@ -381,8 +432,11 @@ def folder_lock(folder: Path) -> Iterator[None]:
         except BlockingIOError:
             handle.seek(0)
             holder = handle.read().strip()[:20] or "unknown"
-            emit(f"lmms-eval-plugins score: another score is running on this folder (pid {holder}), waiting",
-                  file=sys.stderr, flush=True)
+            emit(
+                f"lmms-eval-plugins score: another score is running on this folder (pid {holder}), waiting",
+                file=sys.stderr,
+                flush=True,
+            )
             fcntl.flock(handle, fcntl.LOCK_EX)
         handle.seek(0)
         handle.truncate()
@@ -414,8 +468,14 @@ def tables(output: str) -> str:
     return "\n\n".join(blocks)
 
 
-def check_same_run(original_path: Path, original: Mapping[str, Any], new_path: Path, new: Mapping[str, Any],
-                   tasks: list[str], stored: Mapping[str, Mapping[int, str]] | None = None) -> dict[str, Counter[str]]:
+def check_same_run(
+    original_path: Path,
+    original: Mapping[str, Any],
+    new_path: Path,
+    new: Mapping[str, Any],
+    tasks: list[str],
+    stored: Mapping[str, Mapping[int, str]] | None = None,
+) -> dict[str, Counter[str]]:
     """The replay scored the documents of the run: same task versions, documents and gold answers.
     (The replay model already refused prompts that differ; this catches what a prompt does not show.)
     ``stored``: the run's targets as :func:`check_logged_samples` read them (else read here). Each new
@@ -430,18 +490,26 @@ def check_same_run(original_path: Path, original: Mapping[str, Any], new_path: P
             continue
         was, now = (original.get("versions") or {}).get(task), (new.get("versions") or {}).get(task)
         if was is not None and now is not None and was != now:
-            raise ScoreInputError(f"{original_path}: task {task!r} was version {was} in the run and is version {now} now: {redo}")
-        targets = stored[task] if stored is not None and task in stored else load_samples(original_path, task, keep=_target)
+            raise ScoreInputError(
+                f"{original_path}: task {task!r} was version {was} in the run and is version {now} now: {redo}"
+            )
+        targets = (
+            stored[task] if stored is not None and task in stored else load_samples(original_path, task, keep=_target)
+        )
         counted: Counter[str] = Counter()
         scored = load_samples(new_path, task, keep=lambda sample, counted=counted: _target_and_reasons(sample, counted))
         reasons[task] = counted
         if set(targets) != set(scored):
-            raise ScoreInputError(f"{samples_path(original_path, task)}: task {task!r} logged {len(targets)} documents, "
-                                  f"it has {len(scored)} now (data changed, or another --limit/--offset): {redo}")
+            raise ScoreInputError(
+                f"{samples_path(original_path, task)}: task {task!r} logged {len(targets)} documents, "
+                f"it has {len(scored)} now (data changed, or another --limit/--offset): {redo}"
+            )
         for doc_id, target in scored.items():
             if target != targets[doc_id]:
-                raise ScoreInputError(f"{samples_path(original_path, task)}: task {task!r} doc_id {doc_id}: the gold "
-                                      f"answer differs from the logged one: {redo}")
+                raise ScoreInputError(
+                    f"{samples_path(original_path, task)}: task {task!r} doc_id {doc_id}: the gold "
+                    f"answer differs from the logged one: {redo}"
+                )
     return reasons
 
 
@@ -486,12 +554,16 @@ def sample_unscored_reasons(sample: Mapping[str, Any]) -> list[str]:
     if isinstance(item, Mapping) and item.get(UNSCORED_FIELD):
         return [str(item[UNSCORED_FIELD])]
     if item is None:  # a judged-task recipe's sample: its judge outcome's error, logged once per metric
-        errors = {str(v["error"]) for v in sample.values() if isinstance(v, Mapping) and v.get("error") and "verdict" in v}
+        errors = {
+            str(v["error"]) for v in sample.values() if isinstance(v, Mapping) and v.get("error") and "verdict" in v
+        }
         return [f"judge error: {error}" for error in sorted(errors)]
     return []
 
 
-def mark_rescored(new: dict[str, Any], original: Mapping[str, Any], original_path: Path, env: Mapping[str, str]) -> None:
+def mark_rescored(
+    new: dict[str, Any], original: Mapping[str, Any], original_path: Path, env: Mapping[str, str]
+) -> None:
     """Label the new results with the original run's model, and say where they come from."""
     config, was = new.setdefault("config", {}), original.get("config") or {}
     replay = {key: config.get(key) for key in RUN_CONFIG_KEYS}
@@ -505,9 +577,13 @@ def mark_rescored(new: dict[str, Any], original: Mapping[str, Any], original_pat
     options = new.get("lmms_eval_plugins_options")
     done = options.get("strict") if isinstance(options, Mapping) else None
     strict = done if isinstance(done, bool) else strict_requested(env)
-    new[SCORE_KEY] = {"rescored_from": original_path.name, "strict": strict,
-                      "judge": env.get(JUDGE_ENV) or None,
-                      "judge_model": env.get(JUDGE_MODEL_ENV) or None, "replay": replay}
+    new[SCORE_KEY] = {
+        "rescored_from": original_path.name,
+        "strict": strict,
+        "judge": env.get(JUDGE_ENV) or None,
+        "judge_model": env.get(JUDGE_MODEL_ENV) or None,
+        "replay": replay,
+    }
 
 
 def redacted_model_args(model_args: Any) -> Any:
@@ -518,7 +594,9 @@ def redacted_model_args(model_args: Any) -> Any:
     if isinstance(model_args, Mapping):
         return {k: redact_arg(k, v) for k, v in model_args.items()}
     # score's own process never needs lmms-eval (its replay runs in a child): no torch import for one split
-    return redact_model_args(model_args, split_model_args_without_loading) if isinstance(model_args, str) else model_args
+    return (
+        redact_model_args(model_args, split_model_args_without_loading) if isinstance(model_args, str) else model_args
+    )
 
 
 def install(new_path: Path, new: Mapping[str, Any], scratch: Path, dest: Path) -> Path:
@@ -542,8 +620,13 @@ def install(new_path: Path, new: Mapping[str, Any], scratch: Path, dest: Path) -
     return target
 
 
-def summary(original_path: Path, target: Path, tasks: list[str], new: Mapping[str, Any],
-            known_reasons: Mapping[str, Counter[str]] | None = None) -> tuple[int, list[str]]:
+def summary(
+    original_path: Path,
+    target: Path,
+    tasks: list[str],
+    new: Mapping[str, Any],
+    known_reasons: Mapping[str, Counter[str]] | None = None,
+) -> tuple[int, list[str]]:
     """(exit status, lines): 1 while a task has no results or unscored samples (``known_reasons``: as
     :func:`check_same_run` counted them, else read from the new samples files)."""
     missing = [t for t in tasks if t not in new.get("results", {})]
@@ -551,7 +634,10 @@ def summary(original_path: Path, target: Path, tasks: list[str], new: Mapping[st
     head = f"lmms-eval-plugins score: {len(tasks) - len(missing)}/{len(tasks)} task(s) re-scored from {original_path.name} -> {target}"
     if not missing and not counts:
         return 0, [f"{head}: every sample scored"]
-    lines = [f"{head}: {sum(counts.values())} sample(s) still unscored" + (f", no results for {', '.join(missing)}" if missing else "")]
+    lines = [
+        f"{head}: {sum(counts.values())} sample(s) still unscored"
+        + (f", no results for {', '.join(missing)}" if missing else "")
+    ]
     model, other = Counter(), Counter()
     numbered: dict[str, int] = {}  # each distinct reason is printed once, in full, under its number
     for task, n in sorted(counts.items()):
@@ -560,20 +646,33 @@ def summary(original_path: Path, target: Path, tasks: list[str], new: Mapping[st
             reasons = unscored_reasons(samples_path(target, task))
         for reason, _ in reasons.most_common():
             numbered.setdefault(reason, len(numbered) + 1)
-        lines.append(f"  {task}: {n} unscored: " + "; ".join(f"{k} x reason {numbered[r]}" for r, k in reasons.most_common()))
+        lines.append(
+            f"  {task}: {n} unscored: " + "; ".join(f"{k} x reason {numbered[r]}" for r, k in reasons.most_common())
+        )
         for reason, k in reasons.items():
             (model if reason in MODEL_FAILURES else other)[reason] += k
     for reason, number in list(numbered.items())[:MAX_REASONS_SHOWN]:
-        lines += textwrap.wrap(f"reason {number}: {' '.join(reason.split())}", 100, initial_indent="  ",
-                               subsequent_indent="      ", break_on_hyphens=False)
+        lines += textwrap.wrap(
+            f"reason {number}: {' '.join(reason.split())}",
+            100,
+            initial_indent="  ",
+            subsequent_indent="      ",
+            break_on_hyphens=False,
+        )
     if len(numbered) > MAX_REASONS_SHOWN:
-        lines.append(f"  ({len(numbered) - MAX_REASONS_SHOWN} more reasons: each logged sample's `unscored` field says its own)")
+        lines.append(
+            f"  ({len(numbered) - MAX_REASONS_SHOWN} more reasons: each logged sample's `unscored` field says its own)"
+        )
     if model:
-        lines.append(f"  {sum(model.values())} failed model request(s): the stored reply is the failure, so only the model can "
-                     "answer them: run the original lmms-eval command again (with --use_cache DIR only they are asked again)")
+        lines.append(
+            f"  {sum(model.values())} failed model request(s): the stored reply is the failure, so only the model can "
+            "answer them: run the original lmms-eval command again (with --use_cache DIR only they are asked again)"
+        )
     if other:
-        lines.append(f"  {sum(other.values())} without a judge verdict: run score again when the judge works "
-                     f"(--judge NAME, --judge-model M, OPENAI_BASE_URL/OPENAI_API_KEY; cached verdicts are reused)")
+        lines.append(
+            f"  {sum(other.values())} without a judge verdict: run score again when the judge works "
+            f"(--judge NAME, --judge-model M, OPENAI_BASE_URL/OPENAI_API_KEY; cached verdicts are reused)"
+        )
     return 1, lines
 
 
@@ -581,20 +680,42 @@ def summary(original_path: Path, target: Path, tasks: list[str], new: Mapping[st
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="lmms-eval-plugins score", description="Finish or re-score a stored lmms-eval "
-                                     "run without the model: its logged replies are scored again by lmms-eval.",
-                                     epilog="Exit status: 0 all scored, 1 samples unscored or a task failed, 2 bad input, "
-                                     "3 batches not final yet (--batch).")
-    parser.add_argument("output_path", type=Path, help="the --output_path of an lmms-eval run made with --log_samples (or one *_results.json)")
-    parser.add_argument("--results", help="the results JSON to re-score when OUTPUT_PATH holds several runs "
-                                          "(default: the newest that is not itself a re-score)")
-    parser.add_argument("--tasks", help="comma-separated subset of the run's tasks (a group stands for its tasks; default: all)")
-    parser.add_argument("--judge", help=f"judge for this re-score: offline, llm or a registered judge name (sets {JUDGE_ENV})")
+    parser = argparse.ArgumentParser(
+        prog="lmms-eval-plugins score",
+        description="Finish or re-score a stored lmms-eval "
+        "run without the model: its logged replies are scored again by lmms-eval.",
+        epilog="Exit status: 0 all scored, 1 samples unscored or a task failed, 2 bad input, "
+        "3 batches not final yet (--batch).",
+    )
+    parser.add_argument(
+        "output_path",
+        type=Path,
+        help="the --output_path of an lmms-eval run made with --log_samples (or one *_results.json)",
+    )
+    parser.add_argument(
+        "--results",
+        help="the results JSON to re-score when OUTPUT_PATH holds several runs "
+        "(default: the newest that is not itself a re-score)",
+    )
+    parser.add_argument(
+        "--tasks", help="comma-separated subset of the run's tasks (a group stands for its tasks; default: all)"
+    )
+    parser.add_argument(
+        "--judge", help=f"judge for this re-score: offline, llm or a registered judge name (sets {JUDGE_ENV})"
+    )
     parser.add_argument("--judge-model", help=f"judge model (sets {JUDGE_MODEL_ENV})")
-    parser.add_argument("--strict", action="store_true", help=f"official-parity parsing where a benchmark has it "
-                        f"(the exact-string scores of the official code; sets {STRICT_ENV}=1)")
-    parser.add_argument("--include_path", metavar="DIR", help="a task folder to index besides the installed benchmarks "
-                        "(a stored run's include_path is never used: give it here if you trust it)")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help=f"official-parity parsing where a benchmark has it "
+        f"(the exact-string scores of the official code; sets {STRICT_ENV}=1)",
+    )
+    parser.add_argument(
+        "--include_path",
+        metavar="DIR",
+        help="a task folder to index besides the installed benchmarks "
+        "(a stored run's include_path is never used: give it here if you trust it)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="show lmms-eval's output as it runs")
     score_batch.add_arguments(parser)
     args = parser.parse_args(argv)
@@ -625,9 +746,15 @@ def main(argv: list[str]) -> int:
         return 128 + exc.signum
 
 
-def replay_and_install(args: argparse.Namespace, original_path: Path, original: Mapping[str, Any],
-                       config: Mapping[str, Any], tasks: list[str], include: list[str],
-                       stored_targets: Mapping[str, Mapping[int, str]] | None = None) -> int:
+def replay_and_install(
+    args: argparse.Namespace,
+    original_path: Path,
+    original: Mapping[str, Any],
+    config: Mapping[str, Any],
+    tasks: list[str],
+    include: list[str],
+    stored_targets: Mapping[str, Mapping[int, str]] | None = None,
+) -> int:
     env = dict(os.environ)
     if args.judge:
         env[JUDGE_ENV] = args.judge
@@ -637,15 +764,21 @@ def replay_and_install(args: argparse.Namespace, original_path: Path, original: 
         env[STRICT_ENV] = "1"
     if args.prices:
         env[score_batch.ENV_PRICES] = str(Path(args.prices).expanduser().resolve())
-    emit(f"lmms-eval-plugins score: replaying {len(tasks)} task(s) of {original_path} through lmms-eval "
-          f"(--model replay){'' if args.verbose else '; -v shows its output'}", file=sys.stderr)
+    emit(
+        f"lmms-eval-plugins score: replaying {len(tasks)} task(s) of {original_path} through lmms-eval "
+        f"(--model replay){'' if args.verbose else '; -v shows its output'}",
+        file=sys.stderr,
+    )
     with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as scratch_name:
         scratch = Path(scratch_name)
         write_atomic(scratch / OWNER_FILE, f"{os.getpid()}\n")
         batch_run = None
         if args.batch or args.dry_run:  # a first replay finds the pending verdicts (score_batch.py)
+
             def replay(replay_env: dict[str, str], out: Path) -> tuple[int, str, Path | None]:
-                code, text = run_replay(replay_command(original_path, tasks, out, config, include), replay_env, scratch, args.verbose)
+                code, text = run_replay(
+                    replay_command(original_path, tasks, out, config, include), replay_env, scratch, args.verbose
+                )
                 found = sorted(out.rglob(f"*{RESULTS_SUFFIX}"))
                 return code, _ANSI.sub("", text), found[-1] if found else None
 
@@ -661,8 +794,11 @@ def replay_and_install(args: argparse.Namespace, original_path: Path, original: 
                 emit(f"lmms-eval-plugins score: error: {mismatch}", file=sys.stderr)
                 return 2
             tail = "\n".join(_ANSI.sub("", output).splitlines()[-40:])
-            emit(f"{tail}\nlmms-eval-plugins score: lmms-eval wrote no results (exit status {returncode}); "
-                  "its output ends above; -v shows all of it", file=sys.stderr)
+            emit(
+                f"{tail}\nlmms-eval-plugins score: lmms-eval wrote no results (exit status {returncode}); "
+                "its output ends above; -v shows all of it",
+                file=sys.stderr,
+            )
             return 1
         new_path = produced[-1]
         new = read_results(new_path)

@@ -43,16 +43,38 @@ RESULTS_KEY = "lmms_eval_plugins_judges"  # where the results JSON keeps the jud
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--batch", action="store_true", help="judge the pending verdicts through the endpoint's Batch API "
-                        "(/v1/files + /v1/batches; resumable: the batch ids are kept in OUTPUT_PATH's judge_batches.json)")
-    parser.add_argument("--batch-wait", type=float, metavar="SECONDS", help="with --batch: stop waiting after SECONDS "
-                        "(0: submit and exit 3 with the command that collects later; default: until every batch is final)")
-    parser.add_argument("--batch-fallback", choices=("none", "sync"), default="none", help="with --batch: what a request "
-                        "without a batch verdict gets: none (stays unscored, default) or sync (asked synchronously)")
-    parser.add_argument("--dry-run", action="store_true", help="print how many verdicts would be requested and their "
-                        "estimated tokens (and cost, with --prices), then exit without calling the judge")
-    parser.add_argument("--prices", metavar="FILE", help=f"a price table (JSON, per judge model; docs/judges.md) for the "
-                        f"estimated cost in the summary and judge reports (sets {ENV_PRICES})")
+    parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="judge the pending verdicts through the endpoint's Batch API "
+        "(/v1/files + /v1/batches; resumable: the batch ids are kept in OUTPUT_PATH's judge_batches.json)",
+    )
+    parser.add_argument(
+        "--batch-wait",
+        type=float,
+        metavar="SECONDS",
+        help="with --batch: stop waiting after SECONDS "
+        "(0: submit and exit 3 with the command that collects later; default: until every batch is final)",
+    )
+    parser.add_argument(
+        "--batch-fallback",
+        choices=("none", "sync"),
+        default="none",
+        help="with --batch: what a request "
+        "without a batch verdict gets: none (stays unscored, default) or sync (asked synchronously)",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print how many verdicts would be requested and their "
+        "estimated tokens (and cost, with --prices), then exit without calling the judge",
+    )
+    parser.add_argument(
+        "--prices",
+        metavar="FILE",
+        help=f"a price table (JSON, per judge model; docs/judges.md) for the "
+        f"estimated cost in the summary and judge reports (sets {ENV_PRICES})",
+    )
 
 
 def check_arguments(args: argparse.Namespace) -> str | None:
@@ -90,16 +112,24 @@ def dry_run_lines(requests: list[Any], prices_path: str | None, batch: bool) -> 
             stats.batch_tokens_in += tin
             stats.batch_tokens_out += tout
     judges = Counter(f"{r.judge}@{r.version}" for r in requests)
-    lines = [f"lmms-eval-plugins score --dry-run: {len(requests)} verdict request(s) not in the judge cache would be sent "
-             f"{'through the Batch API' if batch else 'synchronously'}; nothing was called"]
+    lines = [
+        f"lmms-eval-plugins score --dry-run: {len(requests)} verdict request(s) not in the judge cache would be sent "
+        f"{'through the Batch API' if batch else 'synchronously'}; nothing was called"
+    ]
     lines += [f"  {judge}: {n}" for judge, n in sorted(judges.items())]
     for model, s in sorted(by_model.items()):
-        lines.append(f"  {model}: about {s.tokens_in} input tokens (characters/4), at most {s.tokens_out} output tokens "
-                     "(max_tokens; 0: unset)")
+        lines.append(
+            f"  {model}: about {s.tokens_in} input tokens (characters/4), at most {s.tokens_out} output tokens "
+            "(max_tokens; 0: unset)"
+        )
     if prices_path:
-        cost = cost_section({m: asdict(s) for m, s in by_model.items()}, read_prices(prices_path), Path(prices_path).name)
-        lines.append(f"  estimated cost at most {cost['total']:.4f} (no cached input assumed)"
-                     + (f"; no price for {', '.join(cost['models_without_price'])}" if cost["models_without_price"] else ""))
+        cost = cost_section(
+            {m: asdict(s) for m, s in by_model.items()}, read_prices(prices_path), Path(prices_path).name
+        )
+        lines.append(
+            f"  estimated cost at most {cost['total']:.4f} (no cached input assumed)"
+            + (f"; no price for {', '.join(cost['models_without_price'])}" if cost["models_without_price"] else "")
+        )
     return lines
 
 
@@ -118,8 +148,14 @@ def collect_later_command(argv: list[str]) -> str:
     return shlex.join(["lmms-eval-plugins", "score", *out])
 
 
-def prepare(args: argparse.Namespace, argv: list[str], original_path: Path, env: dict[str, str], scratch: Path,
-            replay: Callable[[dict[str, str], Path], tuple[int, str, Path | None]]) -> tuple[int | None, Any]:
+def prepare(
+    args: argparse.Namespace,
+    argv: list[str],
+    original_path: Path,
+    env: dict[str, str],
+    scratch: Path,
+    replay: Callable[[dict[str, str], Path], tuple[int, str, Path | None]],
+) -> tuple[int | None, Any]:
     """Run the collecting replay, then the dry run or the batches. ``replay(env, out_dir)`` runs lmms-eval and
     returns (exit status, output, results path or None). Returns (exit status to stop with, or None to go on
     to the final replay with ``env`` updated; the batch run, for :func:`merge_accounting`)."""
@@ -139,13 +175,18 @@ def prepare(args: argparse.Namespace, argv: list[str], original_path: Path, env:
     from lmms_eval_plugins.safe_text import escape_controls, redact
 
     collect_file = scratch / COLLECT_FILE
-    print("lmms-eval-plugins score: finding the verdicts not in the judge cache (a replay that calls no judge)",
-          file=sys.stderr)
+    print(
+        "lmms-eval-plugins score: finding the verdicts not in the judge cache (a replay that calls no judge)",
+        file=sys.stderr,
+    )
     status, output, produced = replay({**env, ENV_COLLECT: str(collect_file)}, scratch / "collect")
     if produced is None:
         tail = "\n".join(output.splitlines()[-40:])
-        print(f"{tail}\nlmms-eval-plugins score: the collecting replay wrote no results (exit status {status}); "
-              "-v shows its output", file=sys.stderr)
+        print(
+            f"{tail}\nlmms-eval-plugins score: the collecting replay wrote no results (exit status {status}); "
+            "-v shows its output",
+            file=sys.stderr,
+        )
         return 1, None
     requests = read_collected(collect_file)
     if args.dry_run:
@@ -156,6 +197,7 @@ def prepare(args: argparse.Namespace, argv: list[str], original_path: Path, env:
         endpoint = endpoint_from_env(env)
         if endpoint is None:  # the collecting replay found no endpoint either: it collected nothing
             return None, run
+
         def say(text: str) -> None:  # ids, statuses and errors come from the endpoint: redacted, controls escaped
             print(escape_controls(redact(text, [endpoint.api_key])), file=sys.stderr)
 
@@ -164,8 +206,10 @@ def prepare(args: argparse.Namespace, argv: list[str], original_path: Path, env:
             client = BatchClient(endpoint, cache, original_path.parent)
             state = client.submit(requests, run)
             if run.submitted:
-                say(f"lmms-eval-plugins score: {len(requests)} verdict request(s) in batch(es) "
-                    f"{', '.join(run.submitted)} (recorded in {client.state_path})")
+                say(
+                    f"lmms-eval-plugins score: {len(requests)} verdict request(s) in batch(es) "
+                    f"{', '.join(run.submitted)} (recorded in {client.state_path})"
+                )
             if run.resumed:
                 say(f"lmms-eval-plugins score: resuming batch(es) {', '.join(run.resumed)} of an earlier score")
             client.collect(requests, state, run, args.batch_wait)
@@ -178,9 +222,11 @@ def prepare(args: argparse.Namespace, argv: list[str], original_path: Path, env:
             return EXIT_WAITING, run
         except BaseException as exc:
             if type(exc).__name__ in ("Interrupted", "KeyboardInterrupt"):
-                print("lmms-eval-plugins score: the batches keep running at the provider (ids in "
-                      f"{original_path.parent / 'judge_batches.json'}); run the same command again to collect them",
-                      file=sys.stderr)
+                print(
+                    "lmms-eval-plugins score: the batches keep running at the provider (ids in "
+                    f"{original_path.parent / 'judge_batches.json'}); run the same command again to collect them",
+                    file=sys.stderr,
+                )
             raise
         finally:
             cache.close()
@@ -188,23 +234,33 @@ def prepare(args: argparse.Namespace, argv: list[str], original_path: Path, env:
             if final.startswith(("failed:", "not trusted:")):
                 say(f"lmms-eval-plugins score: batch {batch_id} {final}")
             elif final != "completed":
-                say(f"lmms-eval-plugins score: batch {batch_id} ended {final}: its returned verdicts are kept, the rest "
-                    "stay unscored (run score --batch again to submit them)")
+                say(
+                    f"lmms-eval-plugins score: batch {batch_id} ended {final}: its returned verdicts are kept, the rest "
+                    "stay unscored (run score --batch again to submit them)"
+                )
         anomalies = {k: v for k, v in run.line_counts().items() if v}
         if anomalies:
-            say("lmms-eval-plugins score: judge batch lines not trusted: " + ", ".join(
-                f"{v} {k.replace('_', ' ')}" for k, v in anomalies.items()))
+            say(
+                "lmms-eval-plugins score: judge batch lines not trusted: "
+                + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in anomalies.items())
+            )
         if not run.done:
-            say(f"lmms-eval-plugins score: batch(es) {', '.join(run.waiting)} not final yet; collect them later with:\n"
-                f"  {collect_later_command(argv)}")
+            say(
+                f"lmms-eval-plugins score: batch(es) {', '.join(run.waiting)} not final yet; collect them later with:\n"
+                f"  {collect_later_command(argv)}"
+            )
             return EXIT_WAITING, run
         if run.failures:
-            say(f"lmms-eval-plugins score: {len(run.failures)} batch request(s) without a verdict "
+            say(
+                f"lmms-eval-plugins score: {len(run.failures)} batch request(s) without a verdict "
                 f"(e.g. {next(iter(run.failures.values()))[:200]})"
-                + ("; asking them synchronously" if args.batch_fallback == "sync" else ""))
+                + ("; asking them synchronously" if args.batch_fallback == "sync" else "")
+            )
     if args.batch_fallback != "sync":
-        env[ENV_CACHE_ONLY] = ("not judged: no verdict from the judge batch (refused, failed or not returned); "
-                               "run lmms-eval-plugins score --batch again, or with --batch-fallback sync")
+        env[ENV_CACHE_ONLY] = (
+            "not judged: no verdict from the judge batch (refused, failed or not returned); "
+            "run lmms-eval-plugins score --batch again, or with --batch-fallback sync"
+        )
     return None, run
 
 
@@ -243,9 +299,14 @@ def merge_accounting(run: Any, new: dict[str, Any], report_file: Path, env: Mapp
         totals = report.setdefault("totals", {})
         for name, value in extra["totals"].items():
             totals[name] = _count(totals.get(name)) + value
-        report["batches"] = {"outcomes": dict(sorted(run.outcomes.items())), "submitted": run.submitted,
-                             "resumed": run.resumed, "lines_without_verdict": len(run.failures), **run.line_counts(),
-                             "state_set_aside": run.state_set_aside}
+        report["batches"] = {
+            "outcomes": dict(sorted(run.outcomes.items())),
+            "submitted": run.submitted,
+            "resumed": run.resumed,
+            "lines_without_verdict": len(run.failures),
+            **run.line_counts(),
+            "state_set_aside": run.state_set_aside,
+        }
         add_estimated_cost(report, env)  # the price table the replays were given
     if disk is not None:  # strict JSON: a cost that is not a finite number is never written as a bare NaN
         write_atomic(report_file, json.dumps(disk, indent=2, sort_keys=True, allow_nan=False) + "\n")
@@ -267,16 +328,27 @@ def accounting_lines(new: Mapping[str, Any]) -> list[str]:
             continue
         for model, s in sorted((report.get("by_model") or {}).items()):
             if isinstance(s, Mapping) and not str(model).startswith("offline:"):
-                lines.append(f"  judge {model}: {s.get('calls', 0)} sync call(s), {s.get('batch_calls', 0)} batch call(s), "
-                             f"{s.get('cache_hits', 0)} cached verdict(s); input tokens {s.get('tokens_in', 0)} "
-                             f"({s.get('cached_tokens', 0)} cached, {int(s.get('tokens_in', 0) or 0) - int(s.get('cached_tokens', 0) or 0)} "
-                             f"uncached), output {s.get('tokens_out', 0)}")
+                lines.append(
+                    f"  judge {model}: {s.get('calls', 0)} sync call(s), {s.get('batch_calls', 0)} batch call(s), "
+                    f"{s.get('cache_hits', 0)} cached verdict(s); input tokens {s.get('tokens_in', 0)} "
+                    f"({s.get('cached_tokens', 0)} cached, {int(s.get('tokens_in', 0) or 0) - int(s.get('cached_tokens', 0) or 0)} "
+                    f"uncached), output {s.get('tokens_out', 0)}"
+                )
         batches = report.get("batches")
         if isinstance(batches, Mapping):
-            lines.append("  judge batch lines: " + ", ".join(
-                f"{_count(batches.get(name))} {name.replace('_', ' ')}" for name in (
-                    "unknown_lines", "duplicate_lines", "conflicting_requests", "lines_answering_other_requests",
-                    "unreadable_lines")))
+            lines.append(
+                "  judge batch lines: "
+                + ", ".join(
+                    f"{_count(batches.get(name))} {name.replace('_', ' ')}"
+                    for name in (
+                        "unknown_lines",
+                        "duplicate_lines",
+                        "conflicting_requests",
+                        "lines_answering_other_requests",
+                        "unreadable_lines",
+                    )
+                )
+            )
         line = cost_line(report)
         if line:
             lines.append(f"  {line}")

@@ -29,8 +29,15 @@ class BadSetting(ValueError):
     """An environment variable that does not hold the number it should."""
 
 
-def env_number(name: str, default: float, *, whole: bool = False, minimum: float | None = None,
-               clamp: bool = False, env: Mapping[str, str] | None = None) -> float:
+def env_number(
+    name: str,
+    default: float,
+    *,
+    whole: bool = False,
+    minimum: float | None = None,
+    clamp: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> float:
     """The number in ``name`` (of ``env``, default ``os.environ``), ``default`` when unset or blank.
 
     Not a finite number (not a whole one with ``whole``): :class:`BadSetting`, so ``nan`` and ``inf`` are

@@ -45,7 +45,9 @@ Z95 = NormalDist().inv_cdf(0.975)
 
 def bootstrap_iterations() -> int:
     """Bootstrap iterations: ``LMMS_EVAL_PLUGINS_BOOTSTRAP_ITERS`` (default 1000; 0 turns bootstrap errors off)."""
-    return int(env_number(BOOTSTRAP_ENV, DEFAULT_ITERATIONS, whole=True, minimum=0, clamp=True))  # BadSetting: a ValueError
+    return int(
+        env_number(BOOTSTRAP_ENV, DEFAULT_ITERATIONS, whole=True, minimum=0, clamp=True)
+    )  # BadSetting: a ValueError
 
 
 def _finite(values: Sequence[Any]) -> np.ndarray:
@@ -137,9 +139,14 @@ def multiplicities(picks: np.ndarray) -> np.ndarray:
     return np.bincount(flat, minlength=rows * units).reshape(rows, units).astype(float)
 
 
-def sufficient_resamples(statistics: Sequence[tuple[Sufficient, Sequence[Any]]], *, clusters: Sequence[Hashable] | None,
-                         iterations: int, seed: int = SEED,
-                         cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] | None = None) -> list[np.ndarray]:
+def sufficient_resamples(
+    statistics: Sequence[tuple[Sufficient, Sequence[Any]]],
+    *,
+    clusters: Sequence[Hashable] | None,
+    iterations: int,
+    seed: int = SEED,
+    cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] | None = None,
+) -> list[np.ndarray]:
     """Each statistic's value on every seeded resample (NaN: undefined there), all over the same
     resamples of the same units; each statistic is paired with its own items (one per unit order).
     ``cache`` receives each (columns, items) pair's per-unit sums and total, keyed by their ids."""
@@ -193,6 +200,7 @@ def percentile_interval(values: Sequence[float]) -> tuple[float, float]:
 
 def mean_sufficient(field: str, scale: float = 1.0) -> Sufficient:
     """The mean of a per-item score (x ``scale``), as a :class:`Sufficient`: columns (score, 1)."""
+
     def columns(items: Sequence[Any]) -> np.ndarray:
         return np.array([[float(i[field]), 1.0] for i in items]).reshape(len(items), 2)
 
@@ -246,15 +254,30 @@ def _take(items: Sequence[Any], index: np.ndarray, copies: np.ndarray | None, re
     return out
 
 
-def _stat(statistic: Callable[[list[Any]], Any], items: Sequence[Any], index: np.ndarray,
-          copies: np.ndarray | None = None, relabel: str | None = None) -> float | None:
+def _stat(
+    statistic: Callable[[list[Any]], Any],
+    items: Sequence[Any],
+    index: np.ndarray,
+    copies: np.ndarray | None = None,
+    relabel: str | None = None,
+) -> float | None:
     value = statistic(_take(items, index, copies, relabel))
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+    return (
+        float(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        else None
+    )
 
 
-def bootstrap_values(statistic: Callable[[list[Any]], Any], items: Sequence[Any], *,
-                     clusters: Sequence[Hashable] | None = None, iterations: int | None = None,
-                     seed: int = SEED, relabel: str | None = None) -> np.ndarray:
+def bootstrap_values(
+    statistic: Callable[[list[Any]], Any],
+    items: Sequence[Any],
+    *,
+    clusters: Sequence[Hashable] | None = None,
+    iterations: int | None = None,
+    seed: int = SEED,
+    relabel: str | None = None,
+) -> np.ndarray:
     """``statistic`` on each seeded bootstrap resample of ``items`` (whole clusters when given;
     ``relabel``: see :func:`_take`), NaN where it is undefined; empty below two units. The generic
     fallback for a statistic that is not :class:`Sufficient`: one aggregation per resample."""
@@ -262,19 +285,30 @@ def bootstrap_values(statistic: Callable[[list[Any]], Any], items: Sequence[Any]
     units = len(_groups(len(items), clusters))
     if iterations <= 0 or units < 2:
         return np.empty(0)
-    values = (_stat(statistic, items, ix, copies, relabel) for ix, copies in _resamples(len(items), clusters, iterations, seed))
+    values = (
+        _stat(statistic, items, ix, copies, relabel)
+        for ix, copies in _resamples(len(items), clusters, iterations, seed)
+    )
     return np.fromiter((math.nan if v is None else v for v in values), dtype=float, count=iterations)
 
 
-def bootstrap_stderr(statistic: Callable[[list[Any]], Any], items: Sequence[Any], *,
-                     clusters: Sequence[Hashable] | None = None, iterations: int | None = None,
-                     seed: int = SEED, relabel: str | None = None) -> float | None:
+def bootstrap_stderr(
+    statistic: Callable[[list[Any]], Any],
+    items: Sequence[Any],
+    *,
+    clusters: Sequence[Hashable] | None = None,
+    iterations: int | None = None,
+    seed: int = SEED,
+    relabel: str | None = None,
+) -> float | None:
     """Standard deviation of ``statistic`` over bootstrap resamples of ``items`` (whole clusters when
     given; ``relabel``: see :func:`_take`). Resamples where the statistic is undefined are left out;
     None with fewer than two units or when fewer than half the resamples gave a number."""
     iterations = bootstrap_iterations() if iterations is None else iterations
-    result = spread(bootstrap_values(statistic, items, clusters=clusters, iterations=iterations, seed=seed, relabel=relabel),
-                    iterations)
+    result = spread(
+        bootstrap_values(statistic, items, clusters=clusters, iterations=iterations, seed=seed, relabel=relabel),
+        iterations,
+    )
     return None if result is None else result[0]
 
 
@@ -330,12 +364,21 @@ def _method(clusters: Sequence[Hashable] | None) -> str:
 
 
 def _few_units(units: int) -> str:
-    return (f"{units} independent unit(s): no interval below {MIN_UNITS} (no exact paired test reaches p < 0.05 "
-            f"with fewer; a bootstrap over so few would overstate it)")
+    return (
+        f"{units} independent unit(s): no interval below {MIN_UNITS} (no exact paired test reaches p < 0.05 "
+        f"with fewer; a bootstrap over so few would overstate it)"
+    )
 
 
-def _tested(a: float | None, b: float | None, n: int, clusters: Sequence[Hashable] | None, units: int,
-            iterations: int, diffs: Sequence[float]) -> Paired:
+def _tested(
+    a: float | None,
+    b: float | None,
+    n: int,
+    clusters: Sequence[Hashable] | None,
+    units: int,
+    iterations: int,
+    diffs: Sequence[float],
+) -> Paired:
     """The Paired of an observed difference and its bootstrap differences (see :func:`percentile_test`)."""
     diff = None if a is None or b is None else b - a
     method = _method(clusters)
@@ -347,14 +390,32 @@ def _tested(a: float | None, b: float | None, n: int, clusters: Sequence[Hashabl
     if units < MIN_UNITS:
         return Paired(a, b, diff, None, None, None, n, method, units, 0, _few_units(units))
     if len(diffs) < max(2, iterations // 2):
-        return Paired(a, b, diff, None, None, None, n, method, units, len(diffs),
-                      f"the metric is undefined on {iterations - len(diffs)} of {iterations} resamples")
+        return Paired(
+            a,
+            b,
+            diff,
+            None,
+            None,
+            None,
+            n,
+            method,
+            units,
+            len(diffs),
+            f"the metric is undefined on {iterations - len(diffs)} of {iterations} resamples",
+        )
     low, high, p = percentile_test(diffs)
     return Paired(a, b, diff, low, high, p, n, method, units, len(diffs))
 
 
-def paired_mean(a: Sequence[float], b: Sequence[float], *, clusters: Sequence[Hashable] | None = None,
-                scale: float = 1.0, iterations: int | None = None, seed: int = SEED) -> Paired:
+def paired_mean(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    clusters: Sequence[Hashable] | None = None,
+    scale: float = 1.0,
+    iterations: int | None = None,
+    seed: int = SEED,
+) -> Paired:
     """Paired difference of two means over the same items, mean(b - a) * scale, tested by a seeded
     bootstrap of the items (whole clusters when given): :func:`percentile_test` of the resampled means
     of the differences. The same resamples, and so the same numbers, as :func:`paired_bootstrap` with
@@ -386,16 +447,27 @@ def sufficient_value(stat: Sufficient, items: Sequence[Any]) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def paired_sufficient(stat: Sufficient, a_items: Sequence[Any], b_items: Sequence[Any], *,
-                      clusters: Sequence[Hashable] | None = None, iterations: int | None = None, seed: int = SEED) -> Paired:
+def paired_sufficient(
+    stat: Sufficient,
+    a_items: Sequence[Any],
+    b_items: Sequence[Any],
+    *,
+    clusters: Sequence[Hashable] | None = None,
+    iterations: int | None = None,
+    seed: int = SEED,
+) -> Paired:
     """:func:`paired_bootstrap` of a :class:`Sufficient` statistic, every resample at once: the same
     resamples, the same rule (a resample where either side is undefined is left out)."""
     return paired_sufficients([(stat, a_items, b_items)], clusters=clusters, iterations=iterations, seed=seed)[0]
 
 
-def paired_sufficients(entries: Sequence[tuple[Sufficient, Sequence[Any], Sequence[Any]]], *,
-                       clusters: Sequence[Hashable] | None = None, iterations: int | None = None,
-                       seed: int = SEED) -> list[Paired]:
+def paired_sufficients(
+    entries: Sequence[tuple[Sufficient, Sequence[Any], Sequence[Any]]],
+    *,
+    clusters: Sequence[Hashable] | None = None,
+    iterations: int | None = None,
+    seed: int = SEED,
+) -> list[Paired]:
     """:func:`paired_sufficient` of several statistics over the same paired items, all from one set of
     resamples (one multiplicity matrix per block; columns computed once per function and side)."""
     if not entries:
@@ -405,15 +477,23 @@ def paired_sufficients(entries: Sequence[tuple[Sufficient, Sequence[Any], Sequen
         raise ValueError("paired runs must score the same items")
     iterations = bootstrap_iterations() if iterations is None else iterations
     if n == 0:
-        return [Paired(None, None, None, None, None, None, 0, _method(clusters), 0, 0, "no item scored in both runs")
-                for _ in entries]
+        return [
+            Paired(None, None, None, None, None, None, 0, _method(clusters), 0, 0, "no item scored in both runs")
+            for _ in entries
+        ]
     cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     flat = [pair for stat, a, b in entries for pair in ((stat, a), (stat, b))]
     resampled = sufficient_resamples(flat, clusters=clusters, iterations=iterations, seed=seed, cache=cache)
     out = []
     for k, (stat, a_items, b_items) in enumerate(entries):
-        (a_units, a_full), (b_units, b_full) = cache[(id(stat.columns), id(a_items))], cache[(id(stat.columns), id(b_items))]
-        a_value, b_value = _finite_or_none(stat.value(a_full[None, :], a_full)), _finite_or_none(stat.value(b_full[None, :], b_full))
+        (a_units, a_full), (b_units, b_full) = (
+            cache[(id(stat.columns), id(a_items))],
+            cache[(id(stat.columns), id(b_items))],
+        )
+        a_value, b_value = (
+            _finite_or_none(stat.value(a_full[None, :], a_full)),
+            _finite_or_none(stat.value(b_full[None, :], b_full)),
+        )
         units = len(a_units)
         if stat.support is not None:  # the units that carry the statistic in either run
             units = int(np.count_nonzero(stat.support(a_units) | stat.support(b_units)))
@@ -429,9 +509,16 @@ def _finite_or_none(values: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def paired_bootstrap(statistic: Callable[[list[Any]], Any], a_items: Sequence[Any], b_items: Sequence[Any], *,
-                     clusters: Sequence[Hashable] | None = None, iterations: int | None = None,
-                     seed: int = SEED, relabel: str | None = None) -> Paired:
+def paired_bootstrap(
+    statistic: Callable[[list[Any]], Any],
+    a_items: Sequence[Any],
+    b_items: Sequence[Any],
+    *,
+    clusters: Sequence[Hashable] | None = None,
+    iterations: int | None = None,
+    seed: int = SEED,
+    relabel: str | None = None,
+) -> Paired:
     """Difference statistic(B) - statistic(A) over the same items, resampled jointly (whole clusters
     when given; ``relabel``: see :func:`_take`): :func:`percentile_test` of the resampled differences.
     Resamples where either side is undefined are left out. Each resampled value is a value the

@@ -37,8 +37,11 @@ from lmms_eval_plugins.outcome import (
 
 SAMPLE_DATA = "sample_data"  # the bundled sample records, beside the task YAMLs
 # Counts every task reports, computed by the core from the run (never by a benchmark's scorer).
-RUN_COUNTS = {SKIPPED_METRIC: agg_skipped, SKIPPED_BY_REASON_METRIC: agg_skipped_by_reason,
-              UNSCORED_METRIC: count_unscored}
+RUN_COUNTS = {
+    SKIPPED_METRIC: agg_skipped,
+    SKIPPED_BY_REASON_METRIC: agg_skipped_by_reason,
+    UNSCORED_METRIC: count_unscored,
+}
 
 
 class SpecError(ValueError):
@@ -51,8 +54,10 @@ def aggregation_of(metric: Metric, benchmark: str = "") -> Any:
         return guard(metric.aggregate)
     if metric.name in RUN_COUNTS:
         return RUN_COUNTS[metric.name]
-    raise SpecError(f"{benchmark or 'a benchmark'}: metric {metric.name!r} declares no aggregate; "
-                    f"fix: give it Metric(..., aggregate=<items -> value>) in the benchmark's spec.py")
+    raise SpecError(
+        f"{benchmark or 'a benchmark'}: metric {metric.name!r} declares no aggregate; "
+        f"fix: give it Metric(..., aggregate=<items -> value>) in the benchmark's spec.py"
+    )
 
 
 def _bound_to_sample_dir(hook: Any, sample_dir: Path) -> Any:
@@ -88,23 +93,30 @@ def task_hooks(spec: Benchmark, hooks: ModuleType, folder: Path) -> dict[str, An
         for metric in metrics:
             first = declared.setdefault(metric.hook, metric)
             if first.aggregate is not metric.aggregate:  # one YAML hook name, two computations: refuse
-                raise SpecError(f"{spec.name}: two metrics aggregate through {metric.hook} differently "
-                                f"({first.name!r} and {metric.name!r}); fix: share one aggregate, or give one "
-                                f"Metric(..., aggregation='agg_<other name>')")
+                raise SpecError(
+                    f"{spec.name}: two metrics aggregate through {metric.hook} differently "
+                    f"({first.name!r} and {metric.name!r}); fix: share one aggregate, or give one "
+                    f"Metric(..., aggregation='agg_<other name>')"
+                )
             out.setdefault(metric.hook, aggregation_of(metric, spec.name))
     return out
 
 
-def item_values(metrics: Sequence[Metric], item: Mapping[str, Any], responses: Sequence[Any], *,
-                doc: Mapping[str, Any] | None = None, judge: Any = None) -> dict[str, Any]:
+def item_values(
+    metrics: Sequence[Metric],
+    item: Mapping[str, Any],
+    responses: Sequence[Any],
+    *,
+    doc: Mapping[str, Any] | None = None,
+    judge: Any = None,
+) -> dict[str, Any]:
     """``process_results``' return for one item: each metric's value (``per_item`` of the scored item,
     else the item itself) plus the run-wide counts, unscored where the request or the judge failed."""
     scored = dict(item)
     for metric in metrics:  # the headline's 0/1 under the metric's name, for lmms-eval's score_key
         if metric.item_score and metric.name not in scored and metric.item_score in scored:
             scored[metric.name] = float(scored[metric.item_score])
-    per_metric = {m.name: (m.per_item(scored) if m.per_item else scored)
-                  for m in metrics if m.name not in RUN_COUNTS}
+    per_metric = {m.name: (m.per_item(scored) if m.per_item else scored) for m in metrics if m.name not in RUN_COUNTS}
     judged = [m.name for m in metrics if m.needs_judge]
     return with_unscored(per_metric, responses, judge=judge, judged=judged, doc=doc)
 
@@ -112,10 +124,12 @@ def item_values(metrics: Sequence[Metric], item: Mapping[str, Any], responses: S
 def utils_source(benchmark: str, package: str, hooks: str = "tasks") -> str:
     """The text of a task folder's ``utils.py``: ``package`` holds ``spec.py`` (``BENCHMARK``) and the
     hooks module ``hooks`` (written by the scaffold; a test keeps ours equal to it)."""
-    return (f'"""lmms-eval\'s `!function utils.*` hooks for the {benchmark} tasks, built from the benchmark\'s '
-            f'spec\n(lmms_eval_plugins/task_hooks.py): edit {package}, not this file."""\n\n'
-            f"from pathlib import Path\n\n"
-            f"from {package} import {hooks} as _hooks\n"
-            f"from {package}.spec import BENCHMARK as _spec\n"
-            f"from lmms_eval_plugins.task_hooks import task_hooks\n\n"
-            f"globals().update(task_hooks(_spec, _hooks, Path(__file__).resolve().parent))\n")
+    return (
+        f'"""lmms-eval\'s `!function utils.*` hooks for the {benchmark} tasks, built from the benchmark\'s '
+        f'spec\n(lmms_eval_plugins/task_hooks.py): edit {package}, not this file."""\n\n'
+        f"from pathlib import Path\n\n"
+        f"from {package} import {hooks} as _hooks\n"
+        f"from {package}.spec import BENCHMARK as _spec\n"
+        f"from lmms_eval_plugins.task_hooks import task_hooks\n\n"
+        f"globals().update(task_hooks(_spec, _hooks, Path(__file__).resolve().parent))\n"
+    )

@@ -32,14 +32,15 @@ def sample_tasks(names: dict[str, str] | None = None) -> list[str]:
         return spec.name if spec else name.split("_")[0]
 
     covered = {owner(g) for g in groups}
-    tasks = sorted(n for n, kind in names.items()
-                   if kind == "task" and is_sample_task(n) and owner(n) not in covered)
+    tasks = sorted(n for n, kind in names.items() if kind == "task" and is_sample_task(n) and owner(n) not in covered)
     return groups + tasks
 
 
 # Files of the source repository that the wheel does not ship (see pyproject's package-data). ``info``
 # prints READMEs written in the repository, so it says where such a file is instead of implying it is installed.
-SOURCE_ONLY = re.compile(r"(?<![\w./$-])(?:(?:docs|tests|bench|\.ci)/[\w./-]*\w|[A-Z][A-Z_]*\.md|constraints\.txt|pyproject\.toml)`?")
+SOURCE_ONLY = re.compile(
+    r"(?<![\w./$-])(?:(?:docs|tests|bench|\.ci)/[\w./-]*\w|[A-Z][A-Z_]*\.md|constraints\.txt|pyproject\.toml)`?"
+)
 SOURCE_NOTE = " (in the source repository; not installed)"
 
 
@@ -48,17 +49,21 @@ def mark_source_only(text: str) -> str:
     return SOURCE_ONLY.sub(lambda m: m.group(0) + SOURCE_NOTE, text)
 
 
-JUDGE_NEEDS = (" (an OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY; or LMMS_EVAL_PLUGINS_JUDGE=offline; "
-               "'lmms-eval-plugins doctor --judge' checks it)")
+JUDGE_NEEDS = (
+    " (an OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY; or LMMS_EVAL_PLUGINS_JUDGE=offline; "
+    "'lmms-eval-plugins doctor --judge' checks it)"
+)
 
 
 def describe(spec: Benchmark, names: dict[str, str]) -> list[str]:
     """A benchmark's block in ``lmms-eval-plugins tasks``."""
     mine = sorted(n for n in names if spec.owns(n) and benchmark_of_task(n) is spec)
-    lines = [f"{spec.name}: {spec.title}. {spec.description}".rstrip(),
-             f"  data:  {spec.data or 'bundled sample only'}",
-             f"  judge: {spec.judge + JUDGE_NEEDS if spec.judge else 'none'}",
-             f"  help:  lmms-eval-plugins info {spec.name}"]
+    lines = [
+        f"{spec.name}: {spec.title}. {spec.description}".rstrip(),
+        f"  data:  {spec.data or 'bundled sample only'}",
+        f"  judge: {spec.judge + JUDGE_NEEDS if spec.judge else 'none'}",
+        f"  help:  lmms-eval-plugins info {spec.name}",
+    ]
     lines += [f"  {name:<34} {names[name]}" for name in mine]
     return lines
 
@@ -68,8 +73,10 @@ def info(name: str) -> str:
     spec = registry().get(name) or benchmark_of_task(name)
     if spec is None:
         known = ", ".join(b.name for b in ordered_benchmarks())
-        raise SystemExit(f"lmms-eval-plugins info: no installed benchmark owns {name!r} (benchmarks: {known}; "
-                         "'lmms-eval-plugins tasks' lists every task)")
+        raise SystemExit(
+            f"lmms-eval-plugins info: no installed benchmark owns {name!r} (benchmarks: {known}; "
+            "'lmms-eval-plugins tasks' lists every task)"
+        )
     if spec.readme is None or not spec.readme.is_file():
         return f"{spec.title}: {spec.description}\n(no README installed; task folder: {spec.tasks_dir})\n"
     return mark_source_only(spec.readme.read_text(encoding="utf-8"))
@@ -95,7 +102,9 @@ def main(argv: list[str]) -> int:
 
 
 def info_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="lmms-eval-plugins info", description="print a benchmark's README (data layout, metrics, options)")
+    parser = argparse.ArgumentParser(
+        prog="lmms-eval-plugins info", description="print a benchmark's README (data layout, metrics, options)"
+    )
     parser.add_argument("name", help="a task, group or benchmark name (see 'lmms-eval-plugins tasks')")
     args = parser.parse_args(argv)
     print(info(args.name), end="")

@@ -145,7 +145,9 @@ MAX_PIXELS = 16 * 28 * 28
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 
 # lmms-eval ``--model_args`` that run lmms-eval's ``qwen2_5_vl`` on a CPU (see the module docstring).
-LMMS_EVAL_MODEL_ARGS = "pretrained={path},device=cpu,device_map=cpu,attn_implementation=sdpa,min_pixels=3136,max_pixels=12544"
+LMMS_EVAL_MODEL_ARGS = (
+    "pretrained={path},device=cpu,device_map=cpu,attn_implementation=sdpa,min_pixels=3136,max_pixels=12544"
+)
 
 
 def lmms_eval_model_args(path: str | Path) -> str:
@@ -478,7 +480,9 @@ def build_tiny_qwen2_5_vl(out_dir: str | Path, *, seed: int = 0, overwrite: bool
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         marker = _read_marker(out)
         what = (
-            f"a tiny-qwen build (builder version {marker.get('builder_version')}, seed {marker.get('seed')})" if marker else "other files"
+            f"a tiny-qwen build (builder version {marker.get('builder_version')}, seed {marker.get('seed')})"
+            if marker
+            else "other files"
         )
         raise FileExistsError(
             f"tiny-qwen: {out} already holds {what}, not a complete build of builder version "
@@ -508,7 +512,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="lmms-eval-plugins tiny-qwen",
         description="Build a tiny randomly initialised Qwen2.5-VL into OUT_DIR (offline, a few seconds) "
-        "and print the folder path. Use it with: lmms-eval --model qwen2_5_vl --model_args " + LMMS_EVAL_MODEL_ARGS.format(path="OUT_DIR"),
+        "and print the folder path. Use it with: lmms-eval --model qwen2_5_vl --model_args "
+        + LMMS_EVAL_MODEL_ARGS.format(path="OUT_DIR"),
     )
     parser.add_argument("out_dir", metavar="OUT_DIR", help="folder to write (created if missing)")
     parser.add_argument("--seed", type=int, default=0, help="seed for the random weights (default 0)")

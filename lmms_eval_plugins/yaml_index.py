@@ -35,7 +35,7 @@ class TaskYaml:
 
     @property
     def kind(self) -> str:
-        """"group" (``group: NAME`` with a ``task:`` list), "task" (``task: NAME``), else "" (a template)."""
+        """ "group" (``group: NAME`` with a ``task:`` list), "task" (``task: NAME``), else "" (a template)."""
         if isinstance(self.config.get("group"), str) and isinstance(self.config.get("task"), list):
             return "group"
         return "task" if isinstance(self.config.get("task"), str) else ""
@@ -59,7 +59,9 @@ def is_task_yaml_file(path: Path) -> bool:
     return path.suffix == ".yaml" or path.name.endswith("_yaml")
 
 
-def read_task_yamls(folders: Iterable[Path], *, recursive: bool = True, skip_unreadable: bool = False) -> list[TaskYaml]:
+def read_task_yamls(
+    folders: Iterable[Path], *, recursive: bool = True, skip_unreadable: bool = False
+) -> list[TaskYaml]:
     """Every YAML file in ``folders`` (below them when ``recursive``), sorted by path.
 
     A file that is not valid UTF-8 YAML raises a :class:`DataError` naming it, or is left out with
@@ -68,8 +70,11 @@ def read_task_yamls(folders: Iterable[Path], *, recursive: bool = True, skip_unr
     paths: set[Path] = set()
     for folder in folders:
         if folder.is_dir():
-            paths.update(p for p in (folder.rglob("*") if recursive else folder.iterdir())
-                         if p.is_file() and is_task_yaml_file(p))
+            paths.update(
+                p
+                for p in (folder.rglob("*") if recursive else folder.iterdir())
+                if p.is_file() and is_task_yaml_file(p)
+            )
     out: list[TaskYaml] = []
     for path in sorted(paths):
         try:
@@ -77,8 +82,11 @@ def read_task_yamls(folders: Iterable[Path], *, recursive: bool = True, skip_unr
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             if skip_unreadable:
                 continue
-            raise DataError(f"cannot read a task YAML file ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})",
-                            path=str(path), fix="fix its YAML syntax (UTF-8), or remove the file") from exc
+            raise DataError(
+                f"cannot read a task YAML file ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})",
+                path=str(path),
+                fix="fix its YAML syntax (UTF-8), or remove the file",
+            ) from exc
         out.append(TaskYaml(path, config if isinstance(config, dict) else {}))
     return out
 

@@ -23,15 +23,19 @@ from lmms_eval_plugins.safe_files import write_atomic
 
 GENERATED_MARK = "# metric_list: generated from the benchmark's spec.py by `lmms-eval-plugins sync-yaml`; edit the spec"
 # The top-level block: an optional generated-mark line, `metric_list:`, then its indented or `-` lines.
-_BLOCK = re.compile(r"^(?:" + re.escape(GENERATED_MARK) + r"\n)?metric_list:[ \t]*\n(?:[ \t-].*\n|[ \t]*\n(?=[ \t-]))*", re.M)
+_BLOCK = re.compile(
+    r"^(?:" + re.escape(GENERATED_MARK) + r"\n)?metric_list:[ \t]*\n(?:[ \t-].*\n|[ \t]*\n(?=[ \t-]))*", re.M
+)
 
 
 def render(metrics: Sequence[Metric]) -> str:
     lines = [GENERATED_MARK, "metric_list:"]
     for m in metrics:
-        lines += [f"  - metric: {m.name}",
-                  f"    aggregation: !function utils.{m.hook}",
-                  f"    higher_is_better: {'true' if m.higher_is_better else 'false'}"]
+        lines += [
+            f"  - metric: {m.name}",
+            f"    aggregation: !function utils.{m.hook}",
+            f"    higher_is_better: {'true' if m.higher_is_better else 'false'}",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -41,13 +45,18 @@ def synced_text(text: str, metrics: Sequence[Metric]) -> str | None:
     if len(blocks) != 1:
         return None
     block = blocks[0]
-    return text[: block.start()] + render(metrics) + text[block.end():]
+    return text[: block.start()] + render(metrics) + text[block.end() :]
 
 
 def declared_files(folder: Path) -> list[str]:
     """Task YAML files in ``folder`` holding a top-level metric_list."""
-    return sorted(p.name for p in folder.iterdir()
-                  if p.is_file() and (p.suffix == ".yaml" or p.name.endswith("_yaml")) and _BLOCK.search(p.read_text(encoding="utf-8")))
+    return sorted(
+        p.name
+        for p in folder.iterdir()
+        if p.is_file()
+        and (p.suffix == ".yaml" or p.name.endswith("_yaml"))
+        and _BLOCK.search(p.read_text(encoding="utf-8"))
+    )
 
 
 def sync(spec: Benchmark, *, check: bool = False) -> list[str]:
@@ -63,7 +72,9 @@ def sync(spec: Benchmark, *, check: bool = False) -> list[str]:
         if new is None:
             problems.append(f"{spec.name}: {path} has no single top-level metric_list block to generate")
         elif new != text:
-            problems.append(f"{spec.name}: {path} metric_list differs from the spec" + ("" if check else " (rewritten)"))
+            problems.append(
+                f"{spec.name}: {path} metric_list differs from the spec" + ("" if check else " (rewritten)")
+            )
             if not check:
                 write_atomic(path, new)
     for name in declared_files(spec.tasks_dir):
@@ -75,7 +86,9 @@ def sync(spec: Benchmark, *, check: bool = False) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lmms-eval-plugins sync-yaml", description=__doc__.split("\n\n")[0])
     parser.add_argument("benchmarks", nargs="*", help="benchmark names (default: every installed benchmark)")
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when a YAML disagrees with its spec")
+    parser.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 when a YAML disagrees with its spec"
+    )
     args = parser.parse_args(argv)
     try:
         specs = [get(n) for n in args.benchmarks] if args.benchmarks else ordered_benchmarks()

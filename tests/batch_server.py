@@ -53,9 +53,18 @@ def refused(message: str = "I cannot help with that request.") -> dict[str, Any]
 
 
 class BatchServer(JudgeServer):
-    def __init__(self, *args: Any, fate: Callable[[int], str] | None = None, line_fault: LineFault | None = None,
-                 max_requests: int = 50_000, min_cached_tokens: int = 1024, output_edit: OutputEdit | None = None,
-                 retrieve_fault: RetrieveFault | None = None, download: Download | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        fate: Callable[[int], str] | None = None,
+        line_fault: LineFault | None = None,
+        max_requests: int = 50_000,
+        min_cached_tokens: int = 1024,
+        output_edit: OutputEdit | None = None,
+        retrieve_fault: RetrieveFault | None = None,
+        download: Download | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.fate = fate or (lambda n: "completed")
         self.line_fault = line_fault
@@ -96,7 +105,7 @@ class BatchServer(JudgeServer):
                     self.send_header("Connection", "close")
                     self.end_headers()
                     for chunk in chunks:
-                        pieces = [chunk[i:i + 1] for i in range(len(chunk))] if trickle > 0 else [chunk]
+                        pieces = [chunk[i : i + 1] for i in range(len(chunk))] if trickle > 0 else [chunk]
                         for piece in pieces:
                             if trickle > 0 and server._stop.wait(trickle):
                                 return
@@ -155,7 +164,8 @@ class BatchServer(JudgeServer):
         ctype = {k.lower(): v for k, v in headers.items()}.get("content-type", "")
         raw = str(body.get("_raw", "")).encode("utf-8")
         message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-            f"Content-Type: {ctype}\r\n\r\n".encode() + raw)
+            f"Content-Type: {ctype}\r\n\r\n".encode() + raw
+        )
         parts = {p.get_param("name", header="content-disposition"): p for p in message.iter_parts()}
         if "file" not in parts:
             return client_error(400)
@@ -163,9 +173,15 @@ class BatchServer(JudgeServer):
         with self._batch_lock:
             file_id = f"file-{len(self.files)}"
             self.contents[file_id] = content
-            self.files[file_id] = {"id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
-                                   "filename": parts["file"].get_filename() or "batch.jsonl", "status": "processed",
-                                   "purpose": (parts["purpose"].get_content().strip() if "purpose" in parts else "batch")}
+            self.files[file_id] = {
+                "id": file_id,
+                "object": "file",
+                "bytes": len(content),
+                "created_at": int(time.time()),
+                "filename": parts["file"].get_filename() or "batch.jsonl",
+                "status": "processed",
+                "purpose": (parts["purpose"].get_content().strip() if "purpose" in parts else "batch"),
+            }
             return Reply(raw=json.dumps(self.files[file_id]))
 
     def _create(self, body: dict[str, Any]) -> Reply:
@@ -176,11 +192,20 @@ class BatchServer(JudgeServer):
             n = len(self.batches)
             batch_id = f"batch_{n}"
             self.batches[batch_id] = {
-                "id": batch_id, "object": "batch", "endpoint": body.get("endpoint"), "errors": None,
-                "input_file_id": file_id, "completion_window": body.get("completion_window", "24h"),
-                "status": "validating", "output_file_id": None, "error_file_id": None, "created_at": int(time.time()),
-                "request_counts": {"total": 0, "completed": 0, "failed": 0}, "metadata": body.get("metadata"),
-                "_fate": self.fate(n), "_step": 0,
+                "id": batch_id,
+                "object": "batch",
+                "endpoint": body.get("endpoint"),
+                "errors": None,
+                "input_file_id": file_id,
+                "completion_window": body.get("completion_window", "24h"),
+                "status": "validating",
+                "output_file_id": None,
+                "error_file_id": None,
+                "created_at": int(time.time()),
+                "request_counts": {"total": 0, "completed": 0, "failed": 0},
+                "metadata": body.get("metadata"),
+                "_fate": self.fate(n),
+                "_step": 0,
             }
             return Reply(raw=json.dumps(self._public(batch_id)))
 
@@ -223,9 +248,18 @@ class BatchServer(JudgeServer):
         if batch["status"] == "validating":
             lines = [json.loads(x) for x in self.contents[batch["input_file_id"]].splitlines() if x.strip()]
             if len(lines) > self.max_requests or batch["_fate"] == "failed":
-                batch.update(status="failed", errors={"object": "list", "data": [{
-                    "code": "too_many_requests" if len(lines) > self.max_requests else "invalid_file",
-                    "message": f"the input file has {len(lines)} requests; the limit is {self.max_requests}"}]})
+                batch.update(
+                    status="failed",
+                    errors={
+                        "object": "list",
+                        "data": [
+                            {
+                                "code": "too_many_requests" if len(lines) > self.max_requests else "invalid_file",
+                                "message": f"the input file has {len(lines)} requests; the limit is {self.max_requests}",
+                            }
+                        ],
+                    },
+                )
                 return
             batch["_lines"] = lines
             batch["request_counts"]["total"] = len(lines)
@@ -244,7 +278,12 @@ class BatchServer(JudgeServer):
         out, err = [], []
         for i, line in enumerate(lines):
             cid, body = line["custom_id"], line["body"]
-            record: dict[str, Any] = {"id": f"batch_req_{batch['id']}_{i}", "custom_id": cid, "response": None, "error": None}
+            record: dict[str, Any] = {
+                "id": f"batch_req_{batch['id']}_{i}",
+                "custom_id": cid,
+                "response": None,
+                "error": None,
+            }
             if i >= answered:
                 code = "batch_expired" if fate == "expired" else "batch_cancelled"
                 err.append({**record, "error": {"code": code, "message": f"not run: the batch was {fate}"}})
@@ -253,7 +292,11 @@ class BatchServer(JudgeServer):
             if fault is not None:
                 err.append({**record, **fault})
                 continue
-            reply = self.behaviour(Request(n=i, attempt=0, body=body, headers={}, path="/v1/chat/completions")) if self.behaviour else None
+            reply = (
+                self.behaviour(Request(n=i, attempt=0, body=body, headers={}, path="/v1/chat/completions"))
+                if self.behaviour
+                else None
+            )
             content = reply.content if reply is not None and reply.content is not None else canned_content(body)
             completion = completion_body(content, str(body.get("model")), self.usage(body, content), i)
             out.append({**record, "response": {"status_code": 200, "request_id": f"req_{i}", "body": completion}})
@@ -263,8 +306,15 @@ class BatchServer(JudgeServer):
                 file_id = f"file-{len(self.files)}"
                 data = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows).encode()
                 self.contents[file_id] = data
-                self.files[file_id] = {"id": file_id, "object": "file", "bytes": len(data), "created_at": int(time.time()),
-                                       "filename": f"{kind}.jsonl", "status": "processed", "purpose": "batch_output"}
+                self.files[file_id] = {
+                    "id": file_id,
+                    "object": "file",
+                    "bytes": len(data),
+                    "created_at": int(time.time()),
+                    "filename": f"{kind}.jsonl",
+                    "status": "processed",
+                    "purpose": "batch_output",
+                }
                 batch[kind] = file_id
         batch["request_counts"].update(completed=len(out), failed=len(err))
         batch["status"] = {"cancelled": "cancelled", "expired": "expired"}.get(fate, "completed")

@@ -16,7 +16,9 @@ def _private_frame_cache(tmp_path_factory):
     previous = os.environ.get("LMMS_EVAL_PLUGINS_FRAME_CACHE")
     os.environ["LMMS_EVAL_PLUGINS_FRAME_CACHE"] = str(tmp_path_factory.mktemp("frame-cache"))
     # the judge cache's signing secret too (judges/cache.py): never the user's
-    os.environ["LMMS_EVAL_PLUGINS_JUDGE_CACHE_SECRET"] = str(tmp_path_factory.mktemp("judge-secret") / "judge_cache.secret")
+    os.environ["LMMS_EVAL_PLUGINS_JUDGE_CACHE_SECRET"] = str(
+        tmp_path_factory.mktemp("judge-secret") / "judge_cache.secret"
+    )
     yield
     if previous is None:
         os.environ.pop("LMMS_EVAL_PLUGINS_FRAME_CACHE", None)

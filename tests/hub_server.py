@@ -39,12 +39,12 @@ LFS_MIN_SIZE = 10 * 1024 * 1024
 class Fault:
     """What goes wrong for a file: applied to the next ``times`` matching requests (``None``: all)."""
 
-    status: int | None = None        # answer with this HTTP status instead of the file
-    error_code: str | None = None    # the hub's X-Error-Code header for that status
-    delay: float = 0.0               # seconds before answering (the client's read timeout fires first)
-    drop_after: int | None = None    # GET only: send the headers and this many body bytes, then hang up
-    trickle: float | None = None     # GET only: send the body one byte per this many seconds (each read is quick)
-    endless: bool = False            # GET only: no Content-Length, then bytes until the client hangs up
+    status: int | None = None  # answer with this HTTP status instead of the file
+    error_code: str | None = None  # the hub's X-Error-Code header for that status
+    delay: float = 0.0  # seconds before answering (the client's read timeout fires first)
+    drop_after: int | None = None  # GET only: send the headers and this many body bytes, then hang up
+    trickle: float | None = None  # GET only: send the body one byte per this many seconds (each read is quick)
+    endless: bool = False  # GET only: no Content-Length, then bytes until the client hangs up
     times: int | None = 1
     methods: tuple[str, ...] = ("GET", "HEAD")
 
@@ -61,7 +61,7 @@ class Request:
 class Repo:
     files: dict[str, bytes]
     sha: str
-    gated_token: str | None = None   # gated: 401 without a token, 403 with another one, served with this one
+    gated_token: str | None = None  # gated: 401 without a token, 403 with another one, served with this one
     lfs: set[str] = field(default_factory=set)
 
 
@@ -77,7 +77,7 @@ class FakeHub:
         self.urls: dict[str, bytes] = {}
         self.faults: dict[tuple[str, ...], Fault] = {}
         self.requests: list[Request] = []
-        self._blobs: dict[str, tuple[str, str]] = {}   # sha256 -> (repo id, path)
+        self._blobs: dict[str, tuple[str, str]] = {}  # sha256 -> (repo id, path)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._servers: list[ThreadingHTTPServer] = []
@@ -159,7 +159,9 @@ class FakeHub:
             fault = self.faults.get(key)
             if fault is None or method not in fault.methods:
                 return None
-            if (fault.drop_after is not None or fault.trickle is not None or fault.endless) and (method != "GET" or not body):
+            if (fault.drop_after is not None or fault.trickle is not None or fault.endless) and (
+                method != "GET" or not body
+            ):
                 return None
             if fault.times is not None:
                 if fault.times <= 0:
@@ -204,8 +206,12 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             except _Answer as answer:
                 record.status = answer.status
                 body = json.dumps({"error": answer.message}).encode()
-                self._send(answer.status, {"Content-Type": "application/json", "X-Error-Message": answer.message,
-                                           **answer.headers}, body, method)
+                self._send(
+                    answer.status,
+                    {"Content-Type": "application/json", "X-Error-Message": answer.message, **answer.headers},
+                    body,
+                    method,
+                )
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
                 self.close_connection = True
 
@@ -214,9 +220,17 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
         def _route(self, method: str, path: str, query: dict[str, list[str]], record: Request) -> None:
             if (match := _INFO.match(path)) and method == "GET":
                 repo = self._repo(match.group(1), match.group(2) or "main")
-                return self._json(record, {"id": match.group(1), "sha": repo.sha, "private": False,
-                                           "gated": "manual" if repo.gated_token else False, "disabled": False,
-                                           "siblings": [{"rfilename": p} for p in sorted(repo.files)]})
+                return self._json(
+                    record,
+                    {
+                        "id": match.group(1),
+                        "sha": repo.sha,
+                        "private": False,
+                        "gated": "manual" if repo.gated_token else False,
+                        "disabled": False,
+                        "siblings": [{"rfilename": p} for p in sorted(repo.files)],
+                    },
+                )
             if (match := _TREE.match(path)) and method == "GET":
                 repo = self._repo(match.group(1), match.group(2))
                 recursive = query.get("recursive", ["false"])[0].lower() in ("true", "1")
@@ -249,12 +263,14 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             for name, data in sorted(repo.files.items()):
                 if not name.startswith(prefix):
                     continue
-                parts = name[len(prefix):].split("/")
+                parts = name[len(prefix) :].split("/")
                 for depth in range(1, len(parts)):  # the folders on the way
                     folder = prefix + "/".join(parts[:depth])
                     if recursive or depth == 1:
-                        entries.setdefault(folder, {"type": "directory", "oid": git_blob_sha1(folder.encode()),
-                                                    "size": 0, "path": folder})
+                        entries.setdefault(
+                            folder,
+                            {"type": "directory", "oid": git_blob_sha1(folder.encode()), "size": 0, "path": folder},
+                        )
                 if not recursive and len(parts) > 1:
                     continue
                 entry = {"type": "file", "oid": git_blob_sha1(data), "size": len(data), "path": name}
@@ -271,22 +287,41 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 auth = self.headers.get("Authorization")
                 if auth != f"Bearer {repo.gated_token}":
                     status = 403 if auth else 401
-                    raise _Answer(status, f"Access to dataset {repo_id} is restricted. You must have access to it "
-                                          "and be authenticated to access it. Please log in.",
-                                  {"X-Error-Code": "GatedRepo", **commit})
+                    raise _Answer(
+                        status,
+                        f"Access to dataset {repo_id} is restricted. You must have access to it "
+                        "and be authenticated to access it. Please log in.",
+                        {"X-Error-Code": "GatedRepo", **commit},
+                    )
             if name not in repo.files:
                 raise _Answer(404, "Entry not found", {"X-Error-Code": "EntryNotFound", **commit})
             data = repo.files[name]
             if name in repo.lfs:
                 sha256 = hashlib.sha256(data).hexdigest()
                 record.status = 302
-                self._send(302, {**commit, "Location": f"{hub.cdn}/cdn/{sha256}", "ETag": f'"{git_blob_sha1(data)}"',
-                                 "X-Linked-Etag": f'"{sha256}"', "X-Linked-Size": str(len(data))}, b"", method)
+                self._send(
+                    302,
+                    {
+                        **commit,
+                        "Location": f"{hub.cdn}/cdn/{sha256}",
+                        "ETag": f'"{git_blob_sha1(data)}"',
+                        "X-Linked-Etag": f'"{sha256}"',
+                        "X-Linked-Size": str(len(data)),
+                    },
+                    b"",
+                    method,
+                )
                 return
             self._file(method, record, data, {**commit, "ETag": f'"{git_blob_sha1(data)}"'}, fault)
 
-        def _fault(self, key: tuple[str, ...], method: str, record: Request,
-                   headers: Mapping[str, str] | None = None, body: bool = True) -> Fault | None:
+        def _fault(
+            self,
+            key: tuple[str, ...],
+            method: str,
+            record: Request,
+            headers: Mapping[str, str] | None = None,
+            body: bool = True,
+        ) -> Fault | None:
             fault = hub._take_fault(key, method, body)
             if fault is None:
                 return None
@@ -303,7 +338,9 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             record.status = 200
             self._send(200, {"Content-Type": "application/json"}, json.dumps(payload).encode(), "GET")
 
-        def _file(self, method: str, record: Request, data: bytes, headers: dict[str, str], fault: Fault | None) -> None:
+        def _file(
+            self, method: str, record: Request, data: bytes, headers: dict[str, str], fault: Fault | None
+        ) -> None:
             status, start, body = 200, 0, data
             wanted = _RANGE.match(self.headers.get("Range", "").strip())
             if wanted:
@@ -311,7 +348,7 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 end = int(wanted.group(2)) if wanted.group(2) else len(data) - 1
                 if start >= len(data):
                     raise _Answer(416, "range not satisfiable", {"Content-Range": f"bytes */{len(data)}"})
-                status, body = 206, data[start:end + 1]
+                status, body = 206, data[start : end + 1]
                 headers = {**headers, "Content-Range": f"bytes {start}-{start + len(body) - 1}/{len(data)}"}
             record.status = status
             headers = {"Accept-Ranges": "bytes", "Content-Type": "application/octet-stream", **headers}
@@ -343,12 +380,14 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                     for i in range(len(body)):
                         if hub._stopping.wait(fault.trickle or 0):
                             return
-                        self.wfile.write(body[i:i + 1])
+                        self.wfile.write(body[i : i + 1])
                         self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError, OSError):  # the client gave up: the test's point
                 return
 
-        def _send(self, status: int, headers: Mapping[str, str], body: bytes, method: str, cut: int | None = None) -> None:
+        def _send(
+            self, status: int, headers: Mapping[str, str], body: bytes, method: str, cut: int | None = None
+        ) -> None:
             self.send_response(status)
             for key, value in headers.items():
                 self.send_header(key, value)
@@ -368,4 +407,5 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
 def _content_type(path: str) -> str:
     suffix = Path(path).suffix.lower()
     return {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp"}.get(
-        suffix, "application/octet-stream")
+        suffix, "application/octet-stream"
+    )

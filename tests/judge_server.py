@@ -147,7 +147,11 @@ def completion_body(content: str, model: str, usage: tuple[Any, ...], n: int) ->
 
 
 def rate_limited(retry_after: float = 0.05) -> Reply:
-    return Reply(status=429, raw=json.dumps({"error": {"message": "rate limited", "type": "rate_limit"}}), headers={"Retry-After": f"{retry_after:g}"})
+    return Reply(
+        status=429,
+        raw=json.dumps({"error": {"message": "rate limited", "type": "rate_limit"}}),
+        headers={"Retry-After": f"{retry_after:g}"},
+    )
 
 
 def server_error(status: int = 500) -> Reply:
@@ -155,7 +159,9 @@ def server_error(status: int = 500) -> Reply:
 
 
 def client_error(status: int) -> Reply:
-    return Reply(status=status, raw=json.dumps({"error": {"message": f"client error {status}", "type": "invalid_request_error"}}))
+    return Reply(
+        status=status, raw=json.dumps({"error": {"message": f"client error {status}", "type": "invalid_request_error"}})
+    )
 
 
 def sleep_past(seconds: float) -> Reply:
@@ -233,13 +239,17 @@ class JudgeServer:
                     payload = reply.raw.encode("utf-8") if isinstance(reply.raw, str) else reply.raw
                 else:
                     model = str(body.get("model", "judge-test"))
-                    payload = json.dumps(completion_body(reply.content or "", model, reply.usage, len(server.requests))).encode()
+                    payload = json.dumps(
+                        completion_body(reply.content or "", model, reply.usage, len(server.requests))
+                    ).encode()
                 try:
                     self._send(reply.status, payload, reply.content_type, reply.headers, reply.trickle)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
                     self.close_connection = True
 
-            def _send(self, status: int, payload: bytes, ctype: str, headers: dict[str, str], trickle: float = 0.0) -> None:
+            def _send(
+                self, status: int, payload: bytes, ctype: str, headers: dict[str, str], trickle: float = 0.0
+            ) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(payload)))
@@ -310,7 +320,11 @@ class JudgeServer:
     def _get(self, path: str) -> tuple[int, bytes, str]:
         """(status, body, content type) of a GET (tests/batch_server.py adds the Batch API's)."""
         if path.rstrip("/").endswith("/models"):
-            return 200, json.dumps({"object": "list", "data": [{"id": "judge-test", "object": "model"}]}).encode(), "application/json"
+            return (
+                200,
+                json.dumps({"object": "list", "data": [{"id": "judge-test", "object": "model"}]}).encode(),
+                "application/json",
+            )
         return 404, b'{"error": {"message": "not found"}}', "application/json"
 
     def _handle(self, body: dict[str, Any], headers: dict[str, str], path: str) -> Reply | None:

@@ -35,15 +35,18 @@ def test_unknown_benchmark_names_what_is_installed():
         B.get("nope")
 
 
-@pytest.mark.parametrize("task, owner, role, variant", [
-    ("errorradar_step_sample", "errorradar", "step", "sample"),
-    ("crossvid_bu_sample", "crossvid", "bu", "sample"),
-    ("crossvid", "crossvid", None, ""),
-    ("mmerror_epd", "mmerror", "epd", ""),
-    ("causalstep_sample_restart_same", "causalstep", None, "sample_restart_same"),
-    ("mmerrorx", None, None, "mmerrorx"),  # a prefix is a whole name, not a substring
-    ("mmmu_val", None, None, "mmmu_val"),
-])
+@pytest.mark.parametrize(
+    "task, owner, role, variant",
+    [
+        ("errorradar_step_sample", "errorradar", "step", "sample"),
+        ("crossvid_bu_sample", "crossvid", "bu", "sample"),
+        ("crossvid", "crossvid", None, ""),
+        ("mmerror_epd", "mmerror", "epd", ""),
+        ("causalstep_sample_restart_same", "causalstep", None, "sample_restart_same"),
+        ("mmerrorx", None, None, "mmerrorx"),  # a prefix is a whole name, not a substring
+        ("mmmu_val", None, None, "mmmu_val"),
+    ],
+)
 def test_tasks_map_to_their_benchmark_role_and_variant(task, owner, role, variant):
     spec = B.benchmark_of_task(task)
     assert (spec.name if spec else None) == owner
@@ -59,8 +62,12 @@ def test_yaml_metric_lists_agree_with_the_spec(name):
 def test_every_hook_the_yamls_name_resolves_in_the_adapter(name):
     spec = B.get(name)
     adapter = load_task_adapter(name)
-    named = {hook for path in spec.tasks_dir.iterdir() if path.is_file() and "yaml" in path.name
-             for hook in re.findall(r"!function utils\.(\w+)", path.read_text(encoding="utf-8"))}
+    named = {
+        hook
+        for path in spec.tasks_dir.iterdir()
+        if path.is_file() and "yaml" in path.name
+        for hook in re.findall(r"!function utils\.(\w+)", path.read_text(encoding="utf-8"))
+    }
     named |= {m.hook for metrics in spec.metric_lists.values() for m in metrics}
     missing = sorted(h for h in named if not callable(getattr(adapter, h, None)))
     assert missing == []
@@ -97,7 +104,8 @@ def test_a_metric_list_the_spec_does_not_declare_is_caught(tmp_path):
     lists.pop("_epd_template_yaml")
     spec = replace(spec, metric_lists=lists)
     assert yaml_sync.sync(spec, check=True) == [
-        f"mmerror: {spec.tasks_dir / '_epd_template_yaml'} declares a metric_list its spec does not have"]
+        f"mmerror: {spec.tasks_dir / '_epd_template_yaml'} declares a metric_list its spec does not have"
+    ]
 
 
 def test_sync_yaml_check_command_exit_status(tmp_path, capsys):
@@ -116,8 +124,11 @@ def test_a_broken_third_party_entry_point_is_left_out_with_a_warning(monkeypatch
             return self._obj
 
     good = B.get("errorradar")
-    fake = [EP("errorradar", "x:BENCHMARK", good), EP("broken", "nope:BENCHMARK", ImportError("no module named nope")),
-            EP("notaspec", "x:y", object())]
+    fake = [
+        EP("errorradar", "x:BENCHMARK", good),
+        EP("broken", "nope:BENCHMARK", ImportError("no module named nope")),
+        EP("notaspec", "x:y", object()),
+    ]
     monkeypatch.setattr(B.metadata, "entry_points", lambda group: fake if group == B.ENTRY_POINT_GROUP else [])
     B.registry.cache_clear()
     try:
@@ -129,15 +140,22 @@ def test_a_broken_third_party_entry_point_is_left_out_with_a_warning(monkeypatch
 
 # --------------------------------------------------------------------------- the core names no benchmark
 
-CORE = sorted([*REPO.glob("lmms_eval_plugins/*.py"), *REPO.glob("lmms_eval_plugins/models/*.py"), *REPO.glob("judges/*.py")])
+CORE = sorted(
+    [*REPO.glob("lmms_eval_plugins/*.py"), *REPO.glob("lmms_eval_plugins/models/*.py"), *REPO.glob("judges/*.py")]
+)
 
 
 def _names_in_code(path: Path) -> list[str]:
     """Identifiers and string constants of a module, docstrings excluded (comments are not in the AST)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
@@ -156,7 +174,12 @@ def _names_in_code(path: Path) -> list[str]:
 def test_the_core_names_no_benchmark_in_its_code():
     pattern = re.compile("|".join(OURS), re.IGNORECASE)
     assert len(CORE) > 20
-    hits = [f"{path.relative_to(REPO)}: {text[:80]!r}" for path in CORE for text in _names_in_code(path) if pattern.search(text)]
+    hits = [
+        f"{path.relative_to(REPO)}: {text[:80]!r}"
+        for path in CORE
+        for text in _names_in_code(path)
+        if pattern.search(text)
+    ]
     assert hits == []
 
 
@@ -170,11 +193,11 @@ def test_tasks_lists_each_benchmark_with_its_needs_and_tasks(capsys):
     out = capsys.readouterr().out
     for name in OURS:
         spec = B.get(name)
-        block = out[out.index(f"{name}: {spec.title}."):]
+        block = out[out.index(f"{name}: {spec.title}.") :]
         assert f"  data:  {spec.data}" in block and f"lmms-eval-plugins info {name}" in block
         assert re.search(rf"^  {name}_\w*sample\w* +(task|group)$", block, re.M)
-    assert "judge: none" in out[out.index("errorradar:"):out.index("mmerror:")]
-    assert "judge: rubric" in out[out.index("crossvid:"):out.index("causalstep:")]
+    assert "judge: none" in out[out.index("errorradar:") : out.index("mmerror:")]
+    assert "judge: rubric" in out[out.index("crossvid:") : out.index("causalstep:")]
     assert tasks_command.main(["--names"]) == 0
     assert "crossvid_bu_sample\ttask" in capsys.readouterr().out.splitlines()
 

@@ -90,8 +90,10 @@ class HostileServer:
 
 # ---- behaviours ------------------------------------------------------------------------------------
 
-COMPLETION_HEAD = b'{"id": "c1", "object": "chat.completion", "created": 1, "model": "m", "choices": [{"index": 0, ' \
-                  b'"finish_reason": "stop", "message": {"role": "assistant", "content": "'
+COMPLETION_HEAD = (
+    b'{"id": "c1", "object": "chat.completion", "created": 1, "model": "m", "choices": [{"index": 0, '
+    b'"finish_reason": "stop", "message": {"role": "assistant", "content": "'
+)
 COMPLETION_TAIL = b'"}}], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}'
 
 
@@ -108,11 +110,13 @@ def answer(server: HostileServer, body: bytes, status: int = 200, headers: dict[
             h.send_header(key, value)
         h.end_headers()
         server.write(h, body)
+
     return behave
 
 
 def huge_completion(server: HostileServer, size: int, *, announced: bool) -> Callable:
     """A chat completion whose text is ``size`` bytes of 'x', written 64 KB at a time as the client reads."""
+
     def behave(h: BaseHTTPRequestHandler) -> None:
         h.send_response(200)
         h.send_header("Content-Type", "application/json")
@@ -127,11 +131,13 @@ def huge_completion(server: HostileServer, size: int, *, announced: bool) -> Cal
         for _ in range(size // len(chunk)):
             server.write(h, chunk)
         server.write(h, COMPLETION_TAIL)
+
     return behave
 
 
 def trickle(server: HostileServer, body: bytes, every: float = 0.05, headers_too: bool = False) -> Callable:
     """One byte of the body (or of the headers) each ``every`` seconds: no single read ever times out."""
+
     def behave(h: BaseHTTPRequestHandler) -> None:
         if headers_too:
             h.wfile.write(b"HTTP/1.1 200 OK\r\n")
@@ -145,9 +151,10 @@ def trickle(server: HostileServer, body: bytes, every: float = 0.05, headers_too
         h.send_header("Content-Length", str(len(body)))
         h.end_headers()
         for i in range(len(body)):
-            server.write(h, body[i:i + 1])
+            server.write(h, body[i : i + 1])
             h.wfile.flush()
             time.sleep(every)
+
     return behave
 
 
@@ -157,10 +164,12 @@ def redirect_to(server: HostileServer, location: str, status: int = 307) -> Call
         h.send_header("Location", location)
         h.send_header("Content-Length", "0")
         h.end_headers()
+
     return behave
 
 
 # ---- the openai client -------------------------------------------------------------------------------
+
 
 def chat(client: Any, asynchronous: bool) -> str:
     call = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "judge this secret text"}])
@@ -169,8 +178,14 @@ def chat(client: Any, asynchronous: bool) -> str:
 
 
 def client_for(server: HostileServer, asynchronous: bool, *, max_bytes: int = MB, deadline: float = 1.0) -> Any:
-    return openai_client(server.url + "/v1", "sk-test-KEY", timeout=0.5, deadline=deadline, max_bytes=max_bytes,
-                         asynchronous=asynchronous)
+    return openai_client(
+        server.url + "/v1",
+        "sk-test-KEY",
+        timeout=0.5,
+        deadline=deadline,
+        max_bytes=max_bytes,
+        asynchronous=asynchronous,
+    )
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])
@@ -257,6 +272,7 @@ def test_a_streamed_file_download_is_capped_and_deadlined():
 
 def test_an_error_body_is_capped_too():
     with HostileServer(lambda h: None) as server:
+
         def behave(h: BaseHTTPRequestHandler) -> None:
             h.send_response(500)
             h.send_header("Connection", "close")
@@ -264,6 +280,7 @@ def test_an_error_body_is_capped_too():
             h.end_headers()
             for _ in range(3200):
                 server.write(h, b"x" * 65536)
+
         server.behaviour = behave
         with pytest.raises(BodyTooLarge):
             chat(client_for(server, False), False)
@@ -283,6 +300,7 @@ def test_a_proxy_from_the_environment_is_bounded_too(monkeypatch):
 
 # ---- fetch (downloads) -------------------------------------------------------------------------------
 
+
 def test_fetch_returns_or_streams_the_body_and_follows_a_redirect_within_the_deadline():
     with HostileServer(lambda h: None) as cdn, HostileServer(lambda h: None) as hub:
         cdn.behaviour = answer(cdn, b"image bytes")
@@ -291,8 +309,12 @@ def test_fetch_returns_or_streams_the_body_and_follows_a_redirect_within_the_dea
         assert (status, body, headers["content-length"]) == (200, b"image bytes", "11")
         sink = io.BytesIO()
         seen: list[int] = []
-        assert fetch(cdn.url, max_bytes=100, deadline=5.0, timeout=1.0, sink=sink,
-                     on_headers=lambda s, h: seen.append(s))[2] is None
+        assert (
+            fetch(cdn.url, max_bytes=100, deadline=5.0, timeout=1.0, sink=sink, on_headers=lambda s, h: seen.append(s))[
+                2
+            ]
+            is None
+        )
         assert sink.getvalue() == b"image bytes" and seen == [200]
         with pytest.raises(BodyTooLarge):
             fetch(hub.url + "/img.png", max_bytes=5, deadline=5.0, timeout=1.0)
@@ -309,8 +331,9 @@ def test_fetch_does_not_read_an_error_body():
         assert fetch(server.url, max_bytes=100, deadline=5.0, timeout=1.0)[::2] == (404, None)
 
 
-@pytest.mark.parametrize("kwargs", [{"deadline": float("nan")}, {"deadline": float("inf")}, {"timeout": 0},
-                                    {"max_bytes": -1}])
+@pytest.mark.parametrize(
+    "kwargs", [{"deadline": float("nan")}, {"deadline": float("inf")}, {"timeout": 0}, {"max_bytes": -1}]
+)
 def test_limits_must_be_finite_and_positive(kwargs):
     limits = {"timeout": 1.0, "deadline": 1.0, "max_bytes": 10, **kwargs}
     with pytest.raises(ValueError):
@@ -319,6 +342,7 @@ def test_limits_must_be_finite_and_positive(kwargs):
 
 # ---- the judge runtime and doctor's probe, in process ---------------------------------------------------
 
+
 def _judge_one(server: HostileServer, tmp_path: Any, **settings: Any) -> Any:
     from lmms_eval_plugins.judges import JudgeItem, load_judge
     from lmms_eval_plugins.judges.endpoint import Endpoint
@@ -326,9 +350,14 @@ def _judge_one(server: HostileServer, tmp_path: Any, **settings: Any) -> Any:
 
     runtime = JudgeRuntime(tmp_path / "cache.sqlite3")
     (outcome,) = runtime.judge_items(
-        load_judge("semantic_match"), [JudgeItem(question="Q?", prediction="A", reference="A")], model="m",
+        load_judge("semantic_match"),
+        [JudgeItem(question="Q?", prediction="A", reference="A")],
+        model="m",
         endpoint=Endpoint(server.url + "/v1", "sk-test-KEY"),
-        settings=RuntimeSettings(**{"concurrency": 1, "timeout": 0.5, "max_attempts": 2, "retry_base": 0.01, **settings}))
+        settings=RuntimeSettings(
+            **{"concurrency": 1, "timeout": 0.5, "max_attempts": 2, "retry_base": 0.01, **settings}
+        ),
+    )
     return outcome, runtime
 
 
@@ -339,7 +368,8 @@ def test_the_judge_runtime_reads_no_reply_past_its_body_cap_and_does_not_retry(t
         outcome, runtime = _judge_one(server, tmp_path)
         assert len(server.requests) == 1 and server.sent < 20 * MB
     assert outcome.verdict is None and outcome.error.startswith(
-        "the judge reply is more than 327680 bytes, over LMMS_EVAL_PLUGINS_JUDGE_MAX_REPLY_BYTES=65536")
+        "the judge reply is more than 327680 bytes, over LMMS_EVAL_PLUGINS_JUDGE_MAX_REPLY_BYTES=65536"
+    )
     assert list(runtime.report()["failures_by_reason"].values()) == [{"reply too large": 1}]
 
 
@@ -380,8 +410,15 @@ def test_doctors_probe_follows_no_redirect(monkeypatch):
     assert "SIGNED-SECRET" not in row.detail
 
 
-@pytest.mark.parametrize("name", ["LMMS_EVAL_PLUGINS_JUDGE_TIMEOUT", "LMMS_EVAL_PLUGINS_JUDGE_DEADLINE",
-                                  "LMMS_EVAL_PLUGINS_JUDGE_RETRY_BASE", "LMMS_EVAL_PLUGINS_JUDGE_MAX_ERROR_RATE"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "LMMS_EVAL_PLUGINS_JUDGE_TIMEOUT",
+        "LMMS_EVAL_PLUGINS_JUDGE_DEADLINE",
+        "LMMS_EVAL_PLUGINS_JUDGE_RETRY_BASE",
+        "LMMS_EVAL_PLUGINS_JUDGE_MAX_ERROR_RATE",
+    ],
+)
 @pytest.mark.parametrize("raw", ["nan", "inf", "-inf"])
 def test_judge_numbers_refuse_nan_and_inf(name, raw):
     from lmms_eval_plugins.judges.base import JudgeConfigError
@@ -401,6 +438,7 @@ def test_the_body_cap_leaves_room_for_the_reply_and_its_envelope():
 
 def test_a_trickle_without_a_length_cut_at_the_deadline_is_not_taken_for_a_whole_body():
     with HostileServer(lambda h: None) as server:
+
         def behave(h: BaseHTTPRequestHandler) -> None:  # the body ends when the connection does
             h.send_response(200)
             h.send_header("Connection", "close")
@@ -410,6 +448,7 @@ def test_a_trickle_without_a_length_cut_at_the_deadline_is_not_taken_for_a_whole
                 server.write(h, b"x")
                 h.wfile.flush()
                 time.sleep(0.05)
+
         server.behaviour = behave
         with pytest.raises(DeadlinePassed):
             fetch(server.url, max_bytes=10_000, deadline=1.0, timeout=0.5)

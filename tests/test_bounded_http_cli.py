@@ -47,8 +47,16 @@ TRICKLE_BYTES = 2000  # 100 s at a byte per 50 ms: what the probe waited for bef
 
 def _env(tmp_path: Path, base_url: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LMMS_EVAL_PLUGINS_JUDGE", "OPENAI_"))}
-    env.update({"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": KEY, "LMMS_EVAL_PLUGINS_CACHE": str(tmp_path / "cache"),
-                "HF_HUB_CACHE": str(tmp_path / "hf"), "PEAK_RSS_FILE": str(tmp_path / "peak_rss"), **extra})
+    env.update(
+        {
+            "OPENAI_BASE_URL": base_url,
+            "OPENAI_API_KEY": KEY,
+            "LMMS_EVAL_PLUGINS_CACHE": str(tmp_path / "cache"),
+            "HF_HUB_CACHE": str(tmp_path / "hf"),
+            "PEAK_RSS_FILE": str(tmp_path / "peak_rss"),
+            **extra,
+        }
+    )
     env.pop("LMMS_EVAL_PLUGINS_DATA_ROOT", None)
     return env
 
@@ -62,21 +70,42 @@ def _wrapper(tmp_path: Path) -> Path:
 @pytest.fixture(scope="module")
 def doctors(tmp_path_factory):
     """name -> (the 'judge answers' row, peak RSS in bytes, exit status, output): three doctors at once."""
-    with HostileServer(lambda h: None, lifetime=150) as huge, HostileServer(lambda h: None, lifetime=150) as slow, \
-            HostileServer(lambda h: None, lifetime=150) as fine:
+    with (
+        HostileServer(lambda h: None, lifetime=150) as huge,
+        HostileServer(lambda h: None, lifetime=150) as slow,
+        HostileServer(lambda h: None, lifetime=150) as fine,
+    ):
         huge.behaviour = huge_completion(huge, 200 * MB, announced=False)
         slow.behaviour = trickle(slow, completion("x" * TRICKLE_BYTES))
         fine.behaviour = answer(fine, completion("OK"))
-        cases = {"huge": (huge, {}), "trickle": (slow, {"LMMS_EVAL_PLUGINS_JUDGE_TIMEOUT": "0.5",
-                                                        "LMMS_EVAL_PLUGINS_JUDGE_DEADLINE": "2"}),
-                 "nan": (fine, {"LMMS_EVAL_PLUGINS_JUDGE_TIMEOUT": "nan"})}
+        cases = {
+            "huge": (huge, {}),
+            "trickle": (slow, {"LMMS_EVAL_PLUGINS_JUDGE_TIMEOUT": "0.5", "LMMS_EVAL_PLUGINS_JUDGE_DEADLINE": "2"}),
+            "nan": (fine, {"LMMS_EVAL_PLUGINS_JUDGE_TIMEOUT": "nan"}),
+        }
         running = {}
         for name, (server, extra) in cases.items():
             folder = tmp_path_factory.mktemp(f"doctor-{name}")
-            command = [sys.executable, str(_wrapper(folder)), "-m", "lmms_eval_plugins.cli", "doctor", "--judge", "--json"]
-            running[name] = (folder, subprocess.Popen(
-                command, env=_env(folder, server.url + "/v1", **extra), cwd=folder, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, text=True))
+            command = [
+                sys.executable,
+                str(_wrapper(folder)),
+                "-m",
+                "lmms_eval_plugins.cli",
+                "doctor",
+                "--judge",
+                "--json",
+            ]
+            running[name] = (
+                folder,
+                subprocess.Popen(
+                    command,
+                    env=_env(folder, server.url + "/v1", **extra),
+                    cwd=folder,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                ),
+            )
         out = {}
         for name, (folder, process) in running.items():
             try:
@@ -86,8 +115,12 @@ def doctors(tmp_path_factory):
                 out[name] = (None, 0, None, "")
                 continue
             rows = {c["name"]: c for c in json.loads(stdout)["checks"]}
-            out[name] = (rows["judge answers"], int((folder / "peak_rss").read_text()), process.returncode,
-                         stdout + stderr)
+            out[name] = (
+                rows["judge answers"],
+                int((folder / "peak_rss").read_text()),
+                process.returncode,
+                stdout + stderr,
+            )
         yield out
 
 
@@ -120,8 +153,16 @@ TASK = "judged_bounded"
 HUGE_DOCS = (1, 2, 3, 4)
 REDIRECT_DOC = 5
 POINTS = ["chef slices onions", "water boils"]
-DOCS = [{"id": i, "question": f"Question {i}?", "answer": "A chef and a pot.", "points": POINTS,
-         "oracle_response": "The chef slices onions while the water boils."} for i in range(6)]
+DOCS = [
+    {
+        "id": i,
+        "question": f"Question {i}?",
+        "answer": "A chef and a pot.",
+        "points": POINTS,
+        "oracle_response": "The chef slices onions while the water boils.",
+    }
+    for i in range(6)
+]
 
 
 def test_a_run_reads_no_judge_reply_past_its_cap_and_follows_no_redirect(tmp_path):
@@ -141,10 +182,21 @@ def test_a_run_reads_no_judge_reply_past_its_cap_and_follows_no_redirect(tmp_pat
             return answer(judge, completion(canned_content(body)))(h)
 
         judge.behaviour = behave
-        env = _env(tmp_path, judge.url + "/v1", LMMS_EVAL_PLUGINS_JUDGE_MAX_ATTEMPTS="1",
-                   LMMS_EVAL_PLUGINS_JUDGE_REPORT=str(out) + "/")
-        run = run_lmms_eval(tasks=TASK, model="oracle", output_dir=out, include_path=str(task_dir), env=env, timeout=300,
-                            launcher=[sys.executable, str(_wrapper(tmp_path))])
+        env = _env(
+            tmp_path,
+            judge.url + "/v1",
+            LMMS_EVAL_PLUGINS_JUDGE_MAX_ATTEMPTS="1",
+            LMMS_EVAL_PLUGINS_JUDGE_REPORT=str(out) + "/",
+        )
+        run = run_lmms_eval(
+            tasks=TASK,
+            model="oracle",
+            output_dir=out,
+            include_path=str(task_dir),
+            env=env,
+            timeout=300,
+            launcher=[sys.executable, str(_wrapper(tmp_path))],
+        )
         assert run.results_path is not None, run.output[-12000:]
         by_doc = {s["doc_id"]: s["score"] for s in run.samples(TASK)}
         peak = int((tmp_path / "peak_rss").read_text())
@@ -152,11 +204,14 @@ def test_a_run_reads_no_judge_reply_past_its_cap_and_follows_no_redirect(tmp_pat
         for n in HUGE_DOCS:  # before: each 200 MB read whole, then refused by its text's length
             assert by_doc[n]["verdict"] is None and re.search(
                 r"the judge reply is more than \d+ bytes, over LMMS_EVAL_PLUGINS_JUDGE_MAX_REPLY_BYTES=65536",
-                by_doc[n]["error"]), by_doc[n]
+                by_doc[n]["error"],
+            ), by_doc[n]
         assert judge.sent < 50 * MB, judge.sent  # the server wrote little more than its socket buffers took
         assert peak < 2048 * MB, peak // MB  # before: ~1.8 GB more than the run's own
         # 5: refused, naming the hosts only; the second judge got nothing (before: it judged doc 5)
-        assert by_doc[REDIRECT_DOC]["verdict"] is None and "answered HTTP 307, a redirect to 127.0.0.1:" in \
-            by_doc[REDIRECT_DOC]["error"], by_doc[REDIRECT_DOC]
+        assert (
+            by_doc[REDIRECT_DOC]["verdict"] is None
+            and "answered HTTP 307, a redirect to 127.0.0.1:" in by_doc[REDIRECT_DOC]["error"]
+        ), by_doc[REDIRECT_DOC]
         assert second.requests == []
         assert KEY not in run.output

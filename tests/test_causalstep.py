@@ -43,7 +43,9 @@ SAMPLE_SPEC = {"benchmark": "causalstep", "source": "sample"}
 
 def table(n: int, wrong=()) -> dict[tuple[str, int], bool]:
     """Correctness of every question of an n-segment video: all right except ``wrong``."""
-    keys = [(DESC, i) for i in range(1, n + 1)] + [(CAD, i) for i in range(2, n + 1)] + [(CAC, i) for i in range(3, n + 1)]
+    keys = (
+        [(DESC, i) for i in range(1, n + 1)] + [(CAD, i) for i in range(2, n + 1)] + [(CAC, i) for i in range(3, n + 1)]
+    )
     return {k: k not in set(wrong) for k in keys}
 
 
@@ -58,6 +60,7 @@ def steps(r):
 
 # ------------------------------------------------------------------------------ replay, Algorithm 1
 
+
 @pytest.mark.parametrize("restart", ["next", "same"])
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 7, 51])
 def test_perfect_video_scores_n_n_plus_1_over_2(n, restart):
@@ -70,8 +73,13 @@ def test_wrong_causal_at_s3_of_5_restarts_at_the_next_segment():
     # desc1 ok (chain 1, +1 = 1), causal2 ok (chain 2, +2 = 3), causal3 WRONG (chain 0, score 3),
     # restart at desc4 ok (chain 1, +1 = 4), causal5 ok (chain 2, +2 = 6).
     r = replay(5, wrong=[(CAC, 3)])
-    assert steps(r) == [(1, DESC, True, 1, 1), (2, CAD, True, 2, 3), (3, CAC, False, 0, 3),
-                        (4, DESC, True, 1, 4), (5, CAD, True, 2, 6)]
+    assert steps(r) == [
+        (1, DESC, True, 1, 1),
+        (2, CAD, True, 2, 3),
+        (3, CAC, False, 0, 3),
+        (4, DESC, True, 1, 4),
+        (5, CAD, True, 2, 6),
+    ]
     assert (r.score, r.longest_chain, r.restarts, r.completed) == (6, 2, 1, False)
 
 
@@ -79,8 +87,14 @@ def test_wrong_causal_at_s3_of_5_restarts_at_the_same_segment_under_the_prose_ru
     # ... causal3 WRONG (chain 0, score 3), restart at desc3 ok (chain 1, +1 = 4), causal4 (after a
     # desc answer) ok (chain 2, +2 = 6), causal5 (after a causal answer) ok (chain 3, +3 = 9).
     r = replay(5, wrong=[(CAC, 3)], restart="same")
-    assert steps(r) == [(1, DESC, True, 1, 1), (2, CAD, True, 2, 3), (3, CAC, False, 0, 3),
-                        (3, DESC, True, 1, 4), (4, CAD, True, 2, 6), (5, CAC, True, 3, 9)]
+    assert steps(r) == [
+        (1, DESC, True, 1, 1),
+        (2, CAD, True, 2, 3),
+        (3, CAC, False, 0, 3),
+        (3, DESC, True, 1, 4),
+        (4, CAD, True, 2, 6),
+        (5, CAC, True, 3, 9),
+    ]
     assert (r.score, r.longest_chain, r.restarts) == (9, 3, 1)
 
 
@@ -98,10 +112,20 @@ def test_wrong_causal_then_wrong_restart_desc_under_the_prose_rule():
     # same: desc1 ok (1, 1), causal2 WRONG (0, 1), desc2 WRONG (0, 1) -> next segment, never desc2
     #       again: desc3 ok (1, 2), causal4 ok (2, 4): 2 restarts.
     wrong = [(CAD, 2), (DESC, 2)]
-    assert steps(replay(4, wrong)) == [(1, DESC, True, 1, 1), (2, CAD, False, 0, 1), (3, DESC, True, 1, 2), (4, CAD, True, 2, 4)]
+    assert steps(replay(4, wrong)) == [
+        (1, DESC, True, 1, 1),
+        (2, CAD, False, 0, 1),
+        (3, DESC, True, 1, 2),
+        (4, CAD, True, 2, 4),
+    ]
     same = replay(4, wrong, restart="same")
-    assert steps(same) == [(1, DESC, True, 1, 1), (2, CAD, False, 0, 1), (2, DESC, False, 0, 1),
-                           (3, DESC, True, 1, 2), (4, CAD, True, 2, 4)]
+    assert steps(same) == [
+        (1, DESC, True, 1, 1),
+        (2, CAD, False, 0, 1),
+        (2, DESC, False, 0, 1),
+        (3, DESC, True, 1, 2),
+        (4, CAD, True, 2, 4),
+    ]
     assert (same.score, same.longest_chain, same.restarts) == (4, 2, 2)
 
 
@@ -132,6 +156,7 @@ def test_replay_rejects_an_unknown_restart_rule():
 
 
 # --------------------------------------------------------- property: replay == sequential Algorithm 1
+
 
 class ScriptedModel:
     """Answers each question right or wrong from a fixed table, and records what it was asked."""
@@ -213,6 +238,7 @@ def test_replay_agrees_with_a_sequential_run_of_algorithm_1(video):
 
 # ------------------------------------------------------------------------------ requests and shuffle
 
+
 @pytest.fixture(scope="module")
 def sample_docs() -> list[dict]:
     return list(cs.process_docs([SAMPLE_SPEC]))
@@ -277,14 +303,19 @@ def test_shuffle_is_the_same_on_every_load(sample_docs):
 def test_docs_hold_no_json_text_and_read_back_as_typed_requests(sample_records):
     dataset = cs.process_docs([SAMPLE_SPEC])
     assert json_text_columns(dataset) == {}  # no column carries JSON text (issue 28)
-    assert dataset.features["shown"] == List({"index": Value("int64"), "start": Value("float64"), "end": Value("float64")})
+    assert dataset.features["shown"] == List(
+        {"index": Value("int64"), "start": Value("float64"), "end": Value("float64")}
+    )
     d = next(x for x in dataset if x["request_id"] == "cs003/S3/causal_after_causal")
     request = record_of(d)
     segments = next(r for r in sample_records if r["video_id"] == "cs003")["segments"]
     assert isinstance(request, Request) and request.shown == tuple(
-        Segment(i, float(segments[i - 1]["start"]), float(segments[i - 1]["end"])) for i in (2, 3))
+        Segment(i, float(segments[i - 1]["start"]), float(segments[i - 1]["end"])) for i in (2, 3)
+    )
     assert (request.segment, request.kind, request.options, request.gold) == (3, CAC, tuple(d["options"]), d["gold"])
-    assert request.columns() == {k: v for k, v in d.items() if k in request.columns()}  # the loader's columns, unchanged
+    assert request.columns() == {
+        k: v for k, v in d.items() if k in request.columns()
+    }  # the loader's columns, unchanged
     with pytest.raises(dataclasses.FrozenInstanceError):
         request.gold = "A"  # type: ignore[misc]
     with pytest.raises(DataError, match="cs003/S3/causal_after_causal"):
@@ -300,6 +331,7 @@ def test_source_row_sets_restart_and_frames():
 
 # ------------------------------------------------------------------------------ prompts and frames
 
+
 def test_prompt_of_a_chained_causal_question(sample_docs):
     d = next(x for x in sample_docs if x["request_id"] == "cs003/S3/causal_after_causal")
     messages = cs.doc_to_messages(d)
@@ -309,7 +341,11 @@ def test_prompt_of_a_chained_causal_question(sample_docs):
     text = content[4]["text"]
     assert "explicit stepwise causal reasoning question" in text and "direct preceding segment (Segment 2)" in text
     assert f"Previous question: {d['prev_question']}\nPrevious answer: {d['prev_answer']}" in text
-    assert "A. " in text and "H. " in text and text.endswith("Answer with the option's letter from the given choices directly.")
+    assert (
+        "A. " in text
+        and "H. " in text
+        and text.endswith("Answer with the option's letter from the given choices directly.")
+    )
     # frames are sampled inside each segment's interval (frame i of the sample video shows the number i)
     for (start, end), video in zip([(s["start"], s["end"]) for s in d["shown"]], (content[1], content[3])):
         frames = video["url"]
@@ -323,19 +359,31 @@ def test_prompt_of_a_chained_causal_question(sample_docs):
 def test_prompt_of_descriptive_and_isolated_questions(sample_docs):
     desc = next(x for x in sample_docs if x["request_id"] == "cs002/S2/desc")
     iso = next(x for x in sample_docs if x["request_id"] == "cs002/S2/causal_isolated")
-    for d, phrase in ((desc, "descriptive understanding question about the observable content of Segment 2"),
-                      (iso, "Only the current segment is shown")):
+    for d, phrase in (
+        (desc, "descriptive understanding question about the observable content of Segment 2"),
+        (iso, "Only the current segment is shown"),
+    ):
         content = cs.doc_to_messages(d)[0]["content"]
         assert [c["type"] for c in content] == ["text", "video", "text"] and content[0]["text"] == "Segment 2:"
         assert phrase in content[2]["text"] and "Previous answer" not in content[2]["text"]
 
 
-@pytest.mark.parametrize("reply, letter", [
-    ("C", "C"), ("c", "C"), ("Answer: C", "C"), ("\\boxed{C}", "C"), ("<think>A?</think>C", "C"),
-    ("C. The boy builds a new castle", "C"), ("(C) the castle", "C"),
-    ("The boy builds a new castle further up the beach.", "C"),  # the option's own text
-    ("I am not sure", None), ("", None), ("Z", None),
-])
+@pytest.mark.parametrize(
+    "reply, letter",
+    [
+        ("C", "C"),
+        ("c", "C"),
+        ("Answer: C", "C"),
+        ("\\boxed{C}", "C"),
+        ("<think>A?</think>C", "C"),
+        ("C. The boy builds a new castle", "C"),
+        ("(C) the castle", "C"),
+        ("The boy builds a new castle further up the beach.", "C"),  # the option's own text
+        ("I am not sure", None),
+        ("", None),
+        ("Z", None),
+    ],
+)
 def test_answer_parsing(sample_docs, reply, letter):
     d = next(x for x in sample_docs if x["request_id"] == "cs002/S3/desc")
     assert d["options"][2] == "The boy builds a new castle further up the beach."
@@ -344,11 +392,20 @@ def test_answer_parsing(sample_docs, reply, letter):
 
 # ------------------------------------------------------------------------------ scoring and aggregation
 
+
 def fake_record(video_id: str, n: int, category: str) -> dict:
     def block(q):
         return {"question": q, "options": [f"{q} option {k}" for k in range(8)], "answer": (n + len(q)) % 8}
-    segments = [{"start": float(i), "end": float(i + 1), "desc": block(f"{video_id} desc {i}"),
-                 "causal": block(f"{video_id} causal {i}") if i > 1 else None} for i in range(1, n + 1)]
+
+    segments = [
+        {
+            "start": float(i),
+            "end": float(i + 1),
+            "desc": block(f"{video_id} desc {i}"),
+            "causal": block(f"{video_id} causal {i}") if i > 1 else None,
+        }
+        for i in range(1, n + 1)
+    ]
     return {"video_id": video_id, "category": category, "video_path": "/nonexistent.mp4", "segments": segments}
 
 
@@ -375,7 +432,9 @@ def test_metrics_by_hand():
     # C: 1 segment, desc wrong: score 0, chain 0, 1 restart.
     # desc questions: A 3/3, B 5/5, C 0/1 -> 8/9. isolated: A 2/2, B 3/4 (S5 unparseable) -> 5/6.
     records = [fake_record("A", 3, "cat1"), fake_record("B", 5, "cat2"), fake_record("C", 1, "cat2")]
-    metrics, _ = run_hooks(records, wrong={"B/S3/causal_after_causal", "C/S1/desc"}, unparseable={"B/S5/causal_isolated"})
+    metrics, _ = run_hooks(
+        records, wrong={"B/S3/causal_after_causal", "C/S1/desc"}, unparseable={"B/S5/causal_isolated"}
+    )
     assert metrics["csr"] == pytest.approx(100 / 3)
     assert metrics["amcl"] == pytest.approx((3 + 2 + 0) / 3) and metrics["mcl"] == 3
     assert metrics["rf"] == pytest.approx(2 / 3)
@@ -399,9 +458,19 @@ def test_logged_chain_sits_on_the_first_doc_and_matches_the_metrics():
     assert len(holders) == 1 and holders[0]["request_id"] == "B/S1/desc"
     chain = holders[0]["chain"]
     assert [s["request_id"] for s in chain["steps"]] == [
-        "B/S1/desc", "B/S2/causal_after_desc", "B/S3/causal_after_causal", "B/S4/desc", "B/S5/causal_after_desc"]
+        "B/S1/desc",
+        "B/S2/causal_after_desc",
+        "B/S3/causal_after_causal",
+        "B/S4/desc",
+        "B/S5/causal_after_desc",
+    ]
     assert [(s["correct"], s["chain_length"], s["score"]) for s in chain["steps"]] == [
-        (True, 1, 1), (True, 2, 3), (False, 0, 3), (True, 1, 4), (True, 2, 6)]
+        (True, 1, 1),
+        (True, 2, 3),
+        (False, 0, 3),
+        (True, 1, 4),
+        (True, 2, 6),
+    ]
     assert {x["videos"]["chain_on"] for x in per_doc} == {"B/S1/desc"}
     json.dumps([x["videos"] for x in per_doc])  # JSON-serialisable for the sample log
 
@@ -466,13 +535,16 @@ def test_the_spec_and_its_aggregations_load_without_lmms_eval():
     import subprocess
     import sys
 
-    code = ("import sys; import lmms_eval_plugins.benchmarks.causalstep.spec; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'lmms_eval'))")
+    code = (
+        "import sys; import lmms_eval_plugins.benchmarks.causalstep.spec; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'lmms_eval'))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr[-2000:]
 
 
 # ------------------------------------------------------------------------------ data
+
 
 def test_auto_source_without_data_says_the_data_is_not_public(monkeypatch):
     monkeypatch.delenv("LMMS_EVAL_PLUGINS_DATA_ROOT", raising=False)
@@ -480,7 +552,9 @@ def test_auto_source_without_data_says_the_data_is_not_public(monkeypatch):
         cs.process_docs([{"benchmark": "causalstep", "source": "auto"}])
     message = str(info.value)
     assert "not public yet" in message and "LMMS_EVAL_PLUGINS_DATA_ROOT" in message
-    assert "causalstep/causalstep.json" in message and "causalstep/videos/" in message and "causalstep_sample" in message
+    assert (
+        "causalstep/causalstep.json" in message and "causalstep/videos/" in message and "causalstep_sample" in message
+    )
 
 
 def test_local_data_root(tmp_path, monkeypatch):
@@ -500,17 +574,23 @@ def _good_record():
     return json.loads((cs.SAMPLE_DIR / cs.JSON_NAME).read_text())[1]  # cs002, 3 segments
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda r: r["segments"][0].update(causal=r["segments"][1]["causal"]), "segment 1 has a causal question"),
-    (lambda r: r["segments"][2].update(causal=None), "segment 3 has no causal question"),
-    (lambda r: r["segments"][1]["desc"].update(answer=8), "answer 8"),
-    (lambda r: r["segments"][1]["causal"].update(options=["only one"]), "options must be a list"),
-    (lambda r: r["segments"][1].update(end=1.0), "start/end"),
-    (lambda r: r.update(video="../../etc/passwd"), "escapes"),
-    # cs002's video lasts 9.0 s
-    (lambda r: r["segments"][2].update(end=10.5), "segment 3 (5.5-10.5 s) lies past the end of the video (9.00 s)"),
-    (lambda r: r["segments"].append({**r["segments"][2], "start": 9.0, "end": 9.5}), "segment 4 (9-9.5 s) lies past the end"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda r: r["segments"][0].update(causal=r["segments"][1]["causal"]), "segment 1 has a causal question"),
+        (lambda r: r["segments"][2].update(causal=None), "segment 3 has no causal question"),
+        (lambda r: r["segments"][1]["desc"].update(answer=8), "answer 8"),
+        (lambda r: r["segments"][1]["causal"].update(options=["only one"]), "options must be a list"),
+        (lambda r: r["segments"][1].update(end=1.0), "start/end"),
+        (lambda r: r.update(video="../../etc/passwd"), "escapes"),
+        # cs002's video lasts 9.0 s
+        (lambda r: r["segments"][2].update(end=10.5), "segment 3 (5.5-10.5 s) lies past the end of the video (9.00 s)"),
+        (
+            lambda r: r["segments"].append({**r["segments"][2], "start": 9.0, "end": 9.5}),
+            "segment 4 (9-9.5 s) lies past the end",
+        ),
+    ],
+)
 def test_malformed_records_name_the_record_and_the_fix(tmp_path, edit, message):
     record = _good_record()
     edit(record)
@@ -532,7 +612,9 @@ def test_a_segment_may_end_within_a_second_of_the_video_end(tmp_path):
 
 
 def test_missing_video_is_an_error_naming_the_record_or_skipped(tmp_path, monkeypatch):
-    folder = _write(tmp_path / "causalstep", [_good_record(), {**_good_record(), "video_id": "gone", "video": "videos/gone.mp4"}])
+    folder = _write(
+        tmp_path / "causalstep", [_good_record(), {**_good_record(), "video_id": "gone", "video": "videos/gone.mp4"}]
+    )
     shutil.copytree(cs.SAMPLE_DIR / "videos", folder / "videos")
     source = cs.resolve_source("causalstep", "sample", sample_dir=folder, hub_repo=None, local_layout="")
     monkeypatch.delenv("LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA", raising=False)
@@ -555,5 +637,7 @@ def test_sample_data_regenerates_byte_for_byte(tmp_path):
     assert cmp.left_only == cmp.right_only == cmp.diff_files == []
     for name in ("videos",):
         sub = filecmp.dircmp(tmp_path / name, cs.SAMPLE_DIR / name)
-        assert sub.left_only == sub.right_only == [] and not filecmp.cmpfiles(
-            tmp_path / name, cs.SAMPLE_DIR / name, sub.common_files, shallow=False)[1]
+        assert (
+            sub.left_only == sub.right_only == []
+            and not filecmp.cmpfiles(tmp_path / name, cs.SAMPLE_DIR / name, sub.common_files, shallow=False)[1]
+        )

@@ -59,14 +59,18 @@ def test_oracle_completes_every_chain(tmp_path, isolated_env):
             assert chain["completed"] and chain["score"] == n * (n + 1) // 2 and chain["longest_chain"] == n
             assert [(s["segment"], s["kind"], s["correct"], s["chain_length"]) for s in chain["steps"]] == [
                 (i, "desc" if i == 1 else "causal_after_desc" if i == 2 else "causal_after_causal", True, i)
-                for i in range(1, n + 1)]
+                for i in range(1, n + 1)
+            ]
 
 
 def test_random_baseline_chains_match_an_independent_replay(tmp_path, isolated_env):
     run = run_lmms_eval(tasks=TASK, model="random", model_args="seed=3", output_dir=tmp_path / "out")
     docs = sample_docs()
-    right = {(d["video_id"], d["kind"], d["segment"]): chance_pick(d["chance_responses"], seed=3, task=TASK, doc_id=i) == d["gold"]
-             for i, d in enumerate(docs)}
+    right = {
+        (d["video_id"], d["kind"], d["segment"]): chance_pick(d["chance_responses"], seed=3, task=TASK, doc_id=i)
+        == d["gold"]
+        for i, d in enumerate(docs)
+    }
     counts = segment_counts()
     expected = {v: replay_chain(n, lambda kind, seg, v=v: right[(v, kind, seg)], "next") for v, n in counts.items()}
     m = run.task_results(TASK)
@@ -82,8 +86,9 @@ def test_random_baseline_chains_match_an_independent_replay(tmp_path, isolated_e
     assert m["videos_stderr"] == "N/A"  # a count
     chains = logged_chains(run, TASK)
     for video_id, r in expected.items():
-        assert [(s["segment"], s["kind"], s["correct"], s["chain_length"], s["score"]) for s in chains[video_id]["steps"]] == [
-            (s.segment, s.kind, s.correct, s.chain_length, s.score) for s in r.steps]
+        assert [
+            (s["segment"], s["kind"], s["correct"], s["chain_length"], s["score"]) for s in chains[video_id]["steps"]
+        ] == [(s.segment, s.kind, s.correct, s.chain_length, s.score) for s in r.steps]
 
 
 def test_tiny_qwen_completes(tmp_path, isolated_env, tiny_qwen_args):
@@ -104,4 +109,8 @@ def test_limit_keeps_whole_videos_and_counts_the_cut_one(tmp_path, isolated_env)
     assert (m["videos"], m["incomplete_videos"], m["ws"], m["csr"]) == (1, 1, 1.0, 100.0)
     chains = {s["videos"]["video_id"]: s["videos"]["chain"] for s in run.samples(TASK) if s["videos"]["chain"]}
     assert chains["cs001"]["score"] == 1 and chains["cs002"] == {
-        "video_id": "cs002", "category": "Cartoons", "complete": False, "missing": "cs002/S3/causal_after_causal"}
+        "video_id": "cs002",
+        "category": "Cartoons",
+        "complete": False,
+        "missing": "cs002/S3/causal_after_causal",
+    }

@@ -31,8 +31,10 @@ def test_oracle_scores_100_on_all_ten_tasks_and_every_average(tmp_path, isolated
         assert metrics["skipped"] == 0 and metrics.get("parse_fail", 0) == 0 and metrics.get("judge_errors", 0) == 0
         assert run.results["n-samples"][task]["effective"] == 2
         # every question names its video group, the error-bar cluster (ours and lmms-eval's cluster_key)
-        clips = {d["id"]: {m["rel"] for m in d["media"]}
-                 for d in cv.load_docs({"benchmark": "crossvid", "source": "sample"}, task.split("_")[1].upper())}
+        clips = {
+            d["id"]: {m["rel"] for m in d["media"]}
+            for d in cv.load_docs({"benchmark": "crossvid", "source": "sample"}, task.split("_")[1].upper())
+        }
         for sample in run.samples(task):
             assert sample["score"]["video_group"] == " | ".join(sorted(clips[sample["score"]["id"]])), task
     for group in GROUPS:  # O.Avg, C.Avg, T.Avg, M.Avg
@@ -47,7 +49,11 @@ def test_oracle_scores_100_on_all_ten_tasks_and_every_average(tmp_path, isolated
         reasons = {s["score"]["id"]: s["score"]["official_drop"] for s in run.samples(task)}
         assert reasons[dropped_id] and not any(r for i, r in reasons.items() if i != dropped_id)
     assert run.task_results("crossvid_fsa_sample")["official_dropped"] == 0
-    assert all("official_dropped" not in run.task_results(t) for t in TASKS if not any(k in t for k in ("_msr", "_moc", "_fsa")))
+    assert all(
+        "official_dropped" not in run.task_results(t)
+        for t in TASKS
+        if not any(k in t for k in ("_msr", "_moc", "_fsa"))
+    )
     # the oracle's CCQA reply was judged by the offline rubric judge, and every point covered and correct
     for sample in run.samples("crossvid_ccqa_sample"):
         judge = sample["score"]["judge"]  # the per-sample item carries the filter's judge outcome
@@ -56,8 +62,14 @@ def test_oracle_scores_100_on_all_ten_tasks_and_every_average(tmp_path, isolated
 
 
 def test_tiny_qwen_completes_all_ten(tmp_path, isolated_env, tiny_qwen_args):
-    run = run_lmms_eval(tasks="crossvid_sample", model="qwen2_5_vl", model_args=tiny_qwen_args,
-                        output_dir=tmp_path / "out", env=OFFLINE_JUDGE, extra_args=["--gen_kwargs", "max_new_tokens=8"])
+    run = run_lmms_eval(
+        tasks="crossvid_sample",
+        model="qwen2_5_vl",
+        model_args=tiny_qwen_args,
+        output_dir=tmp_path / "out",
+        env=OFFLINE_JUDGE,
+        extra_args=["--gen_kwargs", "max_new_tokens=8"],
+    )
     for task in TASKS:
         metrics = run.task_results(task)
         assert 0.0 <= metrics["score"] <= 100.0, task
@@ -72,11 +84,18 @@ def test_local_data_with_a_missing_video_fails_naming_it_or_is_skipped(tmp_path,
     shutil.copytree(cv.SAMPLE_DIR, folder)
     (folder / "videos" / "behavior" / "bh1.mp4").unlink()
     env = {"LMMS_EVAL_PLUGINS_DATA_ROOT": str(tmp_path / "data")}
-    failed = run_lmms_eval(tasks="crossvid_bu", model="oracle", output_dir=tmp_path / "out1", env=env, log_samples=False)
+    failed = run_lmms_eval(
+        tasks="crossvid_bu", model="oracle", output_dir=tmp_path / "out1", env=env, log_samples=False
+    )
     assert "crossvid_bu" not in failed.results.get("results", {})
     assert "record: CrossVid BU id 0" in failed.output and "bh1.mp4" in failed.output
-    skipped = run_lmms_eval(tasks="crossvid_bu", model="oracle", output_dir=tmp_path / "out2",
-                            env={**env, "LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA": "1"}, log_samples=False)
+    skipped = run_lmms_eval(
+        tasks="crossvid_bu",
+        model="oracle",
+        output_dir=tmp_path / "out2",
+        env={**env, "LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA": "1"},
+        log_samples=False,
+    )
     metrics = skipped.task_results("crossvid_bu")
     assert metrics["skipped"] == 1 and metrics["score"] == 100.0
     assert metrics["skipped_by_reason"] == {"missing media": 1}
@@ -96,15 +115,22 @@ def test_report_leaves_out_an_average_with_a_task_missing(tmp_path):
     for path in run.glob("*_samples_*.jsonl"):
         if "crossvid_" not in path.name or "crossvid_moc_sample" in path.name:
             path.unlink()
-    done = subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", "report", str(run), "-o", str(tmp_path / "out"),
-                           "--no-plots"], capture_output=True, text=True, timeout=600, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "lmms_eval_plugins.cli", "report", str(run), "-o", str(tmp_path / "out"), "--no-plots"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     text = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     lines = text.splitlines()
     start = lines.index("<!-- table: crossvid-main -->")
     header = next(line for line in lines[start:] if line.startswith("| "))
     row = next(line for line in lines[start:] if line.startswith(("| random", "| **random")))
-    cells = dict(zip([c.strip() for c in header.split("|")[1:-1]], [c.strip().strip("*") for c in row.split("|")[1:-1]]))
+    cells = dict(
+        zip([c.strip() for c in header.split("|")[1:-1]], [c.strip().strip("*") for c in row.split("|")[1:-1]])
+    )
     assert cells["M.Avg"] == "—" and cells["O.Avg"] == "—" and cells["MOC"] == "—"
     assert cells["C.Avg"].startswith("37.5") and cells["T.Avg"].startswith("38.1")  # (50+0+50+50)/4, (50+14.3+50)/3
     assert "An average with a task missing or unscored is left out" in text

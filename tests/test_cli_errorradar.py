@@ -58,8 +58,10 @@ def test_oracle_scores_100_on_every_metric(tmp_path, isolated_env):
 def test_random_baseline_is_seeded_and_matches_its_definition(tmp_path, isolated_env):
     run = run_lmms_eval(tasks=STEP_TASK, model="random", model_args="seed=7", output_dir=tmp_path / "out")
     docs = sample_docs("step")
-    right = [float(chance_pick(d["chance_responses"], seed=7, task=STEP_TASK, doc_id=i) == d["oracle_response"])
-             for i, d in enumerate(docs)]
+    right = [
+        float(chance_pick(d["chance_responses"], seed=7, task=STEP_TASK, doc_id=i) == d["oracle_response"])
+        for i, d in enumerate(docs)
+    ]
     results = run.task_results(STEP_TASK)
     assert results["step_acc"] == pytest.approx(100 * sum(right) / len(docs))
     # the error bar lmms-eval leaves N/A for a custom aggregation: the standard error of the mean, in percent
@@ -68,13 +70,17 @@ def test_random_baseline_is_seeded_and_matches_its_definition(tmp_path, isolated
     assert results["step_parse_fail_stderr"] == "N/A"  # a count has none
     # lmms-eval's CLT columns, in the metric's units (issue 37: they were fractions beside a percent Stderr)
     assert results["step_acc_stderr_clt"] == pytest.approx(100 * stats.mean_stderr(right))
-    assert results["step_acc_stderr_clustered"] == pytest.approx(100 * stats.mean_stderr(right))  # one round: one item per record
+    assert results["step_acc_stderr_clustered"] == pytest.approx(
+        100 * stats.mean_stderr(right)
+    )  # one round: one item per record
     # the report's "Error bars" table shows them, open without a click (issue 29): read from report.html
     out = tmp_path / "report"
     assert report.main([str(run.results_path.parent), "-o", str(out), "--no-plots", "--no-markdown"]) == 0
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "<details open><summary>Error bars</summary>" in page
-    (row,) = [r for r in html_table_rows(page, "errorradar-errorbars") if r["task"] == STEP_TASK and r["metric"] == "STEP acc"]
+    (row,) = [
+        r for r in html_table_rows(page, "errorradar-errorbars") if r["task"] == STEP_TASK and r["metric"] == "STEP acc"
+    ]
     value, se = 100 * sum(right) / len(docs), 100 * stats.mean_stderr(right)
     assert (row["value"], row["stderr"]) == (f"{value:.2f}", f"{se:.2f}")
     # the 95% CI: the percentile interval of the seeded bootstrap (seed 1234, 1000 resamples of the records),
@@ -82,12 +88,13 @@ def test_random_baseline_is_seeded_and_matches_its_definition(tmp_path, isolated
     draws = np.random.default_rng(1234).integers(0, len(right), size=(1000, len(right)))
     means = np.sort(100 * np.asarray(right)[draws].mean(axis=1))
     assert row["95% CI"] == f"[{means[24]:.2f}, {means[975]:.2f}]" and 0 <= means[24] <= means[975] <= 100
-    assert row["MDE"] == f"{(1.959964 + 0.841621) * se * 2 ** 0.5:.2f}"  # z_.975 + z_.8, SE of a difference of two runs
+    assert row["MDE"] == f"{(1.959964 + 0.841621) * se * 2**0.5:.2f}"  # z_.975 + z_.8, SE of a difference of two runs
 
 
 def test_tiny_qwen_completes(tmp_path, isolated_env, tiny_qwen_args):
-    run = run_lmms_eval(tasks="errorradar_sample", model="qwen2_5_vl", model_args=tiny_qwen_args,
-                        output_dir=tmp_path / "out")
+    run = run_lmms_eval(
+        tasks="errorradar_sample", model="qwen2_5_vl", model_args=tiny_qwen_args, output_dir=tmp_path / "out"
+    )
     for task in (STEP_TASK, CATE_TASK):
         metrics = run.task_results(task)
         assert 0.0 <= metrics.get("step_acc", metrics.get("cate_acc")) <= 100.0
@@ -98,8 +105,12 @@ def test_tiny_qwen_completes(tmp_path, isolated_env, tiny_qwen_args):
 
 def test_local_data_root_and_three_round_average(tmp_path, isolated_env):
     shutil.copytree(er.SAMPLE_DIR, tmp_path / "data" / "errorradar")
-    run = run_lmms_eval(tasks="errorradar_3rounds", model="oracle", output_dir=tmp_path / "out",
-                        env={"LMMS_EVAL_PLUGINS_DATA_ROOT": str(tmp_path / "data")})
+    run = run_lmms_eval(
+        tasks="errorradar_3rounds",
+        model="oracle",
+        output_dir=tmp_path / "out",
+        env={"LMMS_EVAL_PLUGINS_DATA_ROOT": str(tmp_path / "data")},
+    )
     step = run.task_results("errorradar_step_3rounds")
     assert step["step_acc"] == 100.0 and step["step_acc_std"] == 0.0
     assert run.results["n-samples"]["errorradar_step_3rounds"]["effective"] == 3 * 10
@@ -111,7 +122,9 @@ def test_local_data_root_and_three_round_average(tmp_path, isolated_env):
         for c in er.CATEGORIES:
             assert (cate[f"cate_{kind}_{c.lower()}"], cate[f"cate_{kind}_{c.lower()}_std"]) == (100.0, 0.0)
     # breakdowns: the per-key mean over the rounds, with a dict of standard deviations
-    assert cate["cate_pred_distribution"]["unparseable"] == 0.0 and set(cate["cate_pred_distribution_std"].values()) == {0.0}
+    assert cate["cate_pred_distribution"]["unparseable"] == 0.0 and set(
+        cate["cate_pred_distribution_std"].values()
+    ) == {0.0}
     assert sum(cate["cate_confusion"][c][c] for c in er.CATEGORIES) == len(sample_docs("cate"))
     assert set(cate["cate_acc_by_question_type"].values()) == {100.0}
     assert not [k for k, v in cate.items() if isinstance(v, list)]
@@ -124,8 +137,13 @@ def test_bad_local_data_fails_with_a_message_naming_record_and_fix(tmp_path, iso
     text = csv_path.read_text(encoding="utf-8")
     first_id = text.splitlines()[1].split(",")[0]
     csv_path.write_text(text.replace("Visual Perception Error", "Spelling Error", 1), encoding="utf-8")
-    run = run_lmms_eval(tasks="errorradar_cate", model="oracle", output_dir=tmp_path / "out",
-                        env={"LMMS_EVAL_PLUGINS_DATA_ROOT": str(tmp_path / "data")}, log_samples=False)
+    run = run_lmms_eval(
+        tasks="errorradar_cate",
+        model="oracle",
+        output_dir=tmp_path / "out",
+        env={"LMMS_EVAL_PLUGINS_DATA_ROOT": str(tmp_path / "data")},
+        log_samples=False,
+    )
     assert "errorradar_cate" not in run.results.get("results", {})
     assert first_id in run.output and "Spelling Error" in run.output and "fix:" in run.output
     # The output ends with a short block naming the record and the fix, every message in full (never cut
@@ -133,8 +151,10 @@ def test_bad_local_data_fails_with_a_message_naming_record_and_fix(tmp_path, iso
     lines = run.output.rstrip().splitlines()
     bars = [i for i, line in enumerate(lines) if line.startswith("=" * 50)]
     assert bars[-1] == len(lines) - 1 and bars[-1] - bars[-2] + 1 <= 14
-    block = "\n".join(lines[bars[-2]:])
-    assert " ..." not in block and all(len(line) <= 100 for line in lines[bars[-2]:bars[-1]] if "check-run" not in line)
+    block = "\n".join(lines[bars[-2] :])
+    assert " ..." not in block and all(
+        len(line) <= 100 for line in lines[bars[-2] : bars[-1]] if "check-run" not in line
+    )
     assert "the run stopped: DataError" in block and first_id in block and "fix:" in block and "check-run" in block
     assert "RetryError" not in run.output and run.returncode == 0
     assert run_status.main([str(tmp_path / "out")]) == 1

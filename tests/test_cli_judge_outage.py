@@ -32,10 +32,19 @@ from judge_server import TEST_API_KEY, JudgeServer, server_error  # noqa: E402
 pytestmark = pytest.mark.cli
 
 TASKS = ["crossvid_ccqa_sample", "virectify_sample", "errorradar_step_sample"]
-VERDICT_METRICS = {"crossvid_ccqa_sample": {"score", "score_strict", "per_question_mean"},
-                   "virectify_sample": {"acc_r", "by_domain", "by_error_type", "by_solution_source"}}
-JUDGE_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_URL", "OPENAI_API_BASE", "LMMS_EVAL_PLUGINS_JUDGE",
-              "LMMS_EVAL_PLUGINS_JUDGE_MODEL", "LMMS_EVAL_PLUGINS_JUDGE_REPORT")
+VERDICT_METRICS = {
+    "crossvid_ccqa_sample": {"score", "score_strict", "per_question_mean"},
+    "virectify_sample": {"acc_r", "by_domain", "by_error_type", "by_solution_source"},
+}
+JUDGE_VARS = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_URL",
+    "OPENAI_API_BASE",
+    "LMMS_EVAL_PLUGINS_JUDGE",
+    "LMMS_EVAL_PLUGINS_JUDGE_MODEL",
+    "LMMS_EVAL_PLUGINS_JUDGE_REPORT",
+)
 
 
 def _dead_url() -> str:
@@ -55,8 +64,15 @@ def _newest_results(folder: Path) -> dict:
 
 def _score(output: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", "score", str(output)], env=env,
-                          cwd=output, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "lmms_eval_plugins.cli", "score", str(output)],
+        env=env,
+        cwd=output,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=900,
+    )
     return done, time.monotonic() - started
 
 
@@ -64,8 +80,13 @@ def _score(output: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProce
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("outage")
     base = {k: v for k, v in os.environ.items() if k not in JUDGE_VARS}
-    base.update(OFFLINE_ENV, LMMS_EVAL_PLUGINS_CACHE=str(tmp / "cache"), HF_DATASETS_CACHE=str(tmp / "hf"),
-                OPENAI_API_KEY=TEST_API_KEY, LMMS_EVAL_PLUGINS_JUDGE_MAX_ATTEMPTS="2")
+    base.update(
+        OFFLINE_ENV,
+        LMMS_EVAL_PLUGINS_CACHE=str(tmp / "cache"),
+        HF_DATASETS_CACHE=str(tmp / "hf"),
+        OPENAI_API_KEY=TEST_API_KEY,
+        LMMS_EVAL_PLUGINS_JUDGE_MAX_ATTEMPTS="2",
+    )
     out: dict = {"seconds": {}, "tmp": tmp}
 
     def env(cache: str, url: str | None) -> dict[str, str]:
@@ -83,7 +104,10 @@ def runs(tmp_path_factory):
     # run_lmms_eval merges os.environ under env: clear the judge variables there too
     saved = {k: os.environ.pop(k) for k in JUDGE_VARS if k in os.environ}
     try:
-        with JudgeServer(lifetime=1200) as judge, JudgeServer(behaviour=lambda r: server_error(500), lifetime=1200) as broken:
+        with (
+            JudgeServer(lifetime=1200) as judge,
+            JudgeServer(behaviour=lambda r: server_error(500), lifetime=1200) as broken,
+        ):
             out["clean"] = lmms_eval("clean", env("clean", judge.base_url))
             out["clean_calls"] = judge.n_requests
             dead = _dead_url()
@@ -104,9 +128,18 @@ def runs(tmp_path_factory):
             out["seconds"]["score_again"] = seconds
     finally:
         os.environ.update(saved)
-    print("\njudge outage figures:", json.dumps({"seconds": out["seconds"], "clean_calls": out["clean_calls"],
-          "score_calls": {k: out[f"score_{k}"][2] for k in ("refused", "predict_only")},
-          "score_again_calls": out["score_again"][1]}, default=round))
+    print(
+        "\njudge outage figures:",
+        json.dumps(
+            {
+                "seconds": out["seconds"],
+                "clean_calls": out["clean_calls"],
+                "score_calls": {k: out[f"score_{k}"][2] for k in ("refused", "predict_only")},
+                "score_again_calls": out["score_again"][1],
+            },
+            default=round,
+        ),
+    )
     return out
 
 
@@ -128,15 +161,26 @@ def test_an_outage_keeps_every_result_and_sample(runs, outage):
     assert "sample(s) are UNSCORED" in run.output and "lmms-eval-plugins score" in run.output
 
 
-@pytest.mark.parametrize("outage, cause, fix", [
-    ("refused", "connection refused", "nothing listens there: start the judge server, or point OPENAI_BASE_URL at it"),
-    ("http500", "HTTP 500", "the judge server failed: see its log, then score again")])
+@pytest.mark.parametrize(
+    "outage, cause, fix",
+    [
+        (
+            "refused",
+            "connection refused",
+            "nothing listens there: start the judge server, or point OPENAI_BASE_URL at it",
+        ),
+        ("http500", "HTTP 500", "the judge server failed: see its log, then score again"),
+    ],
+)
 def test_the_closing_block_names_the_failure_by_cause_and_host_with_its_fix(runs, outage, cause, fix):
     run = runs[outage]
     errors = sum(s["judge_errors"] for r in run.results["lmms_eval_plugins_judges"] for s in r["by_model"].values())
     assert errors >= sum(len(run.samples(t)) for t in VERDICT_METRICS)  # every judged sample failed
-    block = run.output[run.output.rindex("sample(s) are UNSCORED"):]
-    assert f"Judge errors (samples), by cause:\n  {errors} x {cause} at {runs['hosts'][outage]}\n      fix: {fix}\n" in block
+    block = run.output[run.output.rindex("sample(s) are UNSCORED") :]
+    assert (
+        f"Judge errors (samples), by cause:\n  {errors} x {cause} at {runs['hosts'][outage]}\n      fix: {fix}\n"
+        in block
+    )
     assert TEST_API_KEY not in run.output
 
 
@@ -147,8 +191,12 @@ def test_count_rows_show_no_stderr_in_the_console_table(runs):
     run = runs["refused"]
     # lmms-eval computes a 0-1 CLT stderr for every metric of a task, counts included; since issue 37 the
     # clt-columns entry leaves N/A in the results for anything that is not a mean (the table's own fix stays)
-    clt = [(t, k, v) for t in TASKS for k, v in run.task_results(t).items()
-           if k.endswith(("_stderr_clt", "_stderr_clustered")) and spec_unit(t, k.rsplit("_stderr", 1)[0]) == "count"]
+    clt = [
+        (t, k, v)
+        for t in TASKS
+        for k, v in run.task_results(t).items()
+        if k.endswith(("_stderr_clt", "_stderr_clustered")) and spec_unit(t, k.rsplit("_stderr", 1)[0]) == "count"
+    ]
     assert clt and all(v == "N/A" for *_, v in clt), clt
     counted = [r for r in _table_rows(run.output) if spec_unit(r["task"], r["Metric"]) in ("count", "dict")]
     assert {r["Metric"] for r in counted} >= {"unscored", "judge_errors"}
@@ -198,8 +246,12 @@ def test_the_api_key_reaches_no_file_the_runs_wrote(runs):
     import base64
     from urllib.parse import quote
 
-    forms = {TEST_API_KEY.encode(), quote(TEST_API_KEY).encode(), base64.b64encode(TEST_API_KEY.encode()),
-             base64.b64encode(f":{TEST_API_KEY}".encode())}
+    forms = {
+        TEST_API_KEY.encode(),
+        quote(TEST_API_KEY).encode(),
+        base64.b64encode(TEST_API_KEY.encode()),
+        base64.b64encode(f":{TEST_API_KEY}".encode()),
+    }
     files = [p for p in runs["tmp"].rglob("*") if p.is_file()]
     assert len(files) > 20
     leaked = [str(p) for p in files for form in forms if form in p.read_bytes()]
@@ -221,19 +273,35 @@ def test_a_run_killed_while_judging_is_finished_with_no_repeated_calls(tmp_path)
 
     task, cache_db, response_cache = "virectify_sample", tmp_path / "judge.sqlite3", tmp_path / "responses"
     env = {k: v for k, v in os.environ.items() if k not in JUDGE_VARS}
-    env.update(OFFLINE_ENV, LMMS_EVAL_PLUGINS_CACHE=str(tmp_path / "cache"), HF_DATASETS_CACHE=str(tmp_path / "hf"),
-               LMMS_EVAL_PLUGINS_JUDGE_CACHE=str(cache_db), OPENAI_API_KEY=TEST_API_KEY,
-               LMMS_EVAL_PLUGINS_JUDGE_CONCURRENCY="1",
-               # lmms-eval keeps a run's responses under runs/<run id>/ and merges them into the shared cache
-               # only when the run ends; a stable id lets the re-run read the killed run's responses
-               LMMS_CACHE_RUN_ID="outage-test")
+    env.update(
+        OFFLINE_ENV,
+        LMMS_EVAL_PLUGINS_CACHE=str(tmp_path / "cache"),
+        HF_DATASETS_CACHE=str(tmp_path / "hf"),
+        LMMS_EVAL_PLUGINS_JUDGE_CACHE=str(cache_db),
+        OPENAI_API_KEY=TEST_API_KEY,
+        LMMS_EVAL_PLUGINS_JUDGE_CONCURRENCY="1",
+        # lmms-eval keeps a run's responses under runs/<run id>/ and merges them into the shared cache
+        # only when the run ends; a stable id lets the re-run read the killed run's responses
+        LMMS_CACHE_RUN_ID="outage-test",
+    )
     with JudgeServer(latency=0.4, lifetime=600) as judge:
         env["OPENAI_BASE_URL"] = judge.base_url
-        command = lmms_eval_command(tasks=task, model="oracle", model_args=None, output_dir=tmp_path / "out",
-                                    extra_args=["--use_cache", str(response_cache)])
+        command = lmms_eval_command(
+            tasks=task,
+            model="oracle",
+            model_args=None,
+            output_dir=tmp_path / "out",
+            extra_args=["--use_cache", str(response_cache)],
+        )
         (tmp_path / "out").mkdir()
-        process = subprocess.Popen(command, env=env, cwd=tmp_path / "out", stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            env=env,
+            cwd=tmp_path / "out",
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 300
         while judge.n_requests < 4 and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -245,8 +313,13 @@ def test_a_run_killed_while_judging_is_finished_with_no_repeated_calls(tmp_path)
         calls_before = judge.n_requests
         assert 0 < finished < 12
 
-        rerun = run_lmms_eval(tasks=task, model="oracle", output_dir=tmp_path / "out", env=env,
-                              extra_args=["--use_cache", str(response_cache)])
+        rerun = run_lmms_eval(
+            tasks=task,
+            model="oracle",
+            output_dir=tmp_path / "out",
+            env=env,
+            extra_args=["--use_cache", str(response_cache)],
+        )
         assert "all 12 requests served from cache" in rerun.output  # 0 repeated model calls
         assert judge.n_requests - calls_before == 12 - finished  # 0 repeated finished judge calls
     metrics = rerun.task_results(task)
@@ -259,12 +332,21 @@ def test_ctrl_c_during_a_run_prints_one_block_and_how_to_keep_replies(tmp_path):
     from lmms_eval_plugins.cli_run import lmms_eval_command
 
     env = {k: v for k, v in os.environ.items() if k not in JUDGE_VARS}
-    env.update(OFFLINE_ENV, LMMS_EVAL_PLUGINS_CACHE=str(tmp_path / "cache"), HF_DATASETS_CACHE=str(tmp_path / "hf"),
-               OPENAI_API_KEY=TEST_API_KEY, LMMS_EVAL_PLUGINS_JUDGE_CACHE=str(tmp_path / "judge.sqlite3"))
+    env.update(
+        OFFLINE_ENV,
+        LMMS_EVAL_PLUGINS_CACHE=str(tmp_path / "cache"),
+        HF_DATASETS_CACHE=str(tmp_path / "hf"),
+        OPENAI_API_KEY=TEST_API_KEY,
+        LMMS_EVAL_PLUGINS_JUDGE_CACHE=str(tmp_path / "judge.sqlite3"),
+    )
     with JudgeServer(latency=600, lifetime=900) as slow:
         env["OPENAI_BASE_URL"] = slow.base_url
-        command = lmms_eval_command(tasks="virectify_sample", model="oracle", model_args=None, output_dir=tmp_path / "out")
-        proc = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        command = lmms_eval_command(
+            tasks="virectify_sample", model="oracle", model_args=None, output_dir=tmp_path / "out"
+        )
+        proc = subprocess.Popen(
+            command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         try:
             deadline = time.monotonic() + 600
             while not slow.requests and proc.poll() is None and time.monotonic() < deadline:

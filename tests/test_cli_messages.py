@@ -22,21 +22,39 @@ from lmms_eval_plugins.cli_run import OFFLINE_ENV, lmms_eval_command, run_lmms_e
 
 pytestmark = pytest.mark.cli
 
-JUDGE_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_URL", "OPENAI_API_BASE", "LMMS_EVAL_PLUGINS_JUDGE",
-              "LMMS_EVAL_PLUGINS_JUDGE_MODEL", "LMMS_EVAL_PLUGINS_JUDGE_REPORT")
+JUDGE_VARS = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_URL",
+    "OPENAI_API_BASE",
+    "LMMS_EVAL_PLUGINS_JUDGE",
+    "LMMS_EVAL_PLUGINS_JUDGE_MODEL",
+    "LMMS_EVAL_PLUGINS_JUDGE_REPORT",
+)
 
 
 def _plugins(*args: str, env: dict[str, str], cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", *args], env=env, cwd=cwd,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "lmms_eval_plugins.cli", *args],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=900,
+    )
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("messages")
     env = {k: v for k, v in os.environ.items() if k not in JUDGE_VARS}
-    env.update(OFFLINE_ENV, LMMS_EVAL_PLUGINS_CACHE=str(tmp / "cache"), HF_DATASETS_CACHE=str(tmp / "hf"),
-               LMMS_EVAL_PLUGINS_JUDGE_CACHE=str(tmp / "judge.sqlite3"))
+    env.update(
+        OFFLINE_ENV,
+        LMMS_EVAL_PLUGINS_CACHE=str(tmp / "cache"),
+        HF_DATASETS_CACHE=str(tmp / "hf"),
+        LMMS_EVAL_PLUGINS_JUDGE_CACHE=str(tmp / "judge.sqlite3"),
+    )
     out: dict = {"seconds": {}, "tmp": tmp}
     saved = {k: os.environ.pop(k) for k in JUDGE_VARS if k in os.environ}  # run_lmms_eval merges os.environ
     try:
@@ -49,26 +67,43 @@ def runs(tmp_path_factory):
         command = lmms_eval_command(tasks="errorradar_step_sample", model="oracle", model_args=None, output_dir=tmp)
         command[command.index("--output_path") + 1] = str(tmp / "results.json")
         started = time.monotonic()
-        out["output_file"] = subprocess.run(command, env={**os.environ, **env}, cwd=tmp, stdout=subprocess.PIPE,
-                                            stderr=subprocess.STDOUT, text=True, timeout=900)
+        out["output_file"] = subprocess.run(
+            command,
+            env={**os.environ, **env},
+            cwd=tmp,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=900,
+        )
         out["seconds"]["output_file"] = time.monotonic() - started
         # issue 37 case 14: a misspelled --model_args key, for our model and for one of lmms-eval's
-        for name, model, model_args in (("sed", "random", "sed=0"), ("max_pixel", "qwen2_5_vl", "pretrained=/nowhere,max_pixel=12544")):
+        for name, model, model_args in (
+            ("sed", "random", "sed=0"),
+            ("max_pixel", "qwen2_5_vl", "pretrained=/nowhere,max_pixel=12544"),
+        ):
             started = time.monotonic()
-            out[name] = run_lmms_eval(tasks="errorradar_step_sample", model=model, model_args=model_args,
-                                      output_dir=tmp / name, env=env)
+            out[name] = run_lmms_eval(
+                tasks="errorradar_step_sample", model=model, model_args=model_args, output_dir=tmp / name, env=env
+            )
             out["seconds"][name] = time.monotonic() - started
         # issue 37 case 11: the headline command with no network, no data and no judge names every blocker at
         # once, before the model loads (the path below is no model: loading it first would fail on it)
         started = time.monotonic()
-        out["blocked"] = run_lmms_eval(tasks="virectify,mmerror", model="qwen2_5_vl", model_args="pretrained=/nowhere",
-                                       output_dir=tmp / "blocked", env={**env, "HF_HUB_CACHE": str(tmp / "empty-hub")})
+        out["blocked"] = run_lmms_eval(
+            tasks="virectify,mmerror",
+            model="qwen2_5_vl",
+            model_args="pretrained=/nowhere",
+            output_dir=tmp / "blocked",
+            env={**env, "HF_HUB_CACHE": str(tmp / "empty-hub")},
+        )
         out["seconds"]["blocked"] = time.monotonic() - started
         started = time.monotonic()
         out["score"] = _plugins("score", str(tmp / "no_judge"), env=env, cwd=tmp)
         out["check_run"] = _plugins("check-run", str(tmp / "misspelled"), env=env, cwd=tmp)
-        out["check_run_tasks"] = _plugins("check-run", str(tmp / "never_written"), "--tasks", "virectfy_sample",
-                                          env=env, cwd=tmp)
+        out["check_run_tasks"] = _plugins(
+            "check-run", str(tmp / "never_written"), "--tasks", "virectfy_sample", env=env, cwd=tmp
+        )
         out["seconds"]["score_and_check_runs"] = time.monotonic() - started
     finally:
         os.environ.update(saved)
@@ -90,8 +125,12 @@ def test_a_missing_judge_is_said_once(runs):
     assert run.output.count("is not available") == 1
     assert "judge not available (said above); 12 responses left unscored" in run.output
     # and the console table shows no stderr for the unscored acc_r nor for the count rows
-    rows = {r[3].strip(): r for r in (line.strip("|").split("|") for line in run.output.splitlines()
-                                if line.startswith("|virectify_sample"))}
+    rows = {
+        r[3].strip(): r
+        for r in (
+            line.strip("|").split("|") for line in run.output.splitlines() if line.startswith("|virectify_sample")
+        )
+    }
     for metric in ("acc_r", "unscored", "acc_r_judge_errors", "skipped", "parse_fail"):
         assert [c.strip() for c in rows[metric][7:]] == ["N/A"] * len(rows[metric][7:]), rows[metric]
 
@@ -100,7 +139,7 @@ def test_score_without_a_judge_gives_the_reason_in_full(runs):
     done = runs["score"]
     assert done.returncode == 1, done.stdout[-4000:]
     assert "virectify_sample: 12 unscored: 12 x reason 1" in done.stdout
-    reason = _flat(done.stdout[done.stdout.index("reason 1: "):])
+    reason = _flat(done.stdout[done.stdout.index("reason 1: ") :])
     assert reason.startswith(f"reason 1: not judged: {_flat(missing_endpoint_message('semantic_match'))}")
     assert "..." not in done.stdout.split("reason 1: ")[1].split("without a judge verdict")[0]
 
@@ -109,7 +148,9 @@ def test_a_misspelled_task_gets_did_you_mean_as_the_last_line(runs):
     run = runs["misspelled"]
     assert "Tasks not found: virectfy_sample" in run.output  # lmms-eval's own error stays
     last = run.output.rstrip().splitlines()[-1]
-    assert last.startswith("lmms-eval-plugins: did you mean virectify_sample ") and last.endswith(" (not virectfy_sample)?")
+    assert last.startswith("lmms-eval-plugins: did you mean virectify_sample ") and last.endswith(
+        " (not virectfy_sample)?"
+    )
 
 
 def test_check_run_names_the_missing_task_not_the_output_path(runs):
@@ -135,7 +176,9 @@ def test_a_misspelled_model_arg_is_named_with_the_closest_key(runs):
     ours, theirs = _flat(runs["sed"].output), _flat(runs["max_pixel"].output)
     assert "--model_args: 'sed' (did you mean 'seed'?) is not an argument of --model random" in ours, ours[-2000:]
     assert "its arguments: seed" in ours and runs["sed"].results_path is None
-    assert "--model_args: 'max_pixel' (did you mean 'max_pixels'?) is not an argument of --model qwen2_5_vl" in theirs, theirs[-2000:]
+    assert (
+        "--model_args: 'max_pixel' (did you mean 'max_pixels'?) is not an argument of --model qwen2_5_vl" in theirs
+    ), theirs[-2000:]
     assert "max_pixels" in theirs.split("its arguments:")[-1] and "Unexpected kwargs" not in theirs
 
 
@@ -146,7 +189,7 @@ def test_the_headline_command_names_every_blocker_at_once_before_the_model_loads
     lines = run.output.rstrip().splitlines()
     bars = [i for i, line in enumerate(lines) if line.startswith("=" * 50)]
     assert bars and bars[-1] == len(lines) - 1, run.output[-3000:]
-    block = _flat("\n".join(lines[bars[-2]:]))
+    block = _flat("\n".join(lines[bars[-2] :]))
     assert "the run stopped: RunBlockedError" in block and "2 things must be fixed before this run can start" in block
     assert "blocker: virectify data: not public: needs a local copy" in block
     assert "blocker: mmerror data: not in the Hugging Face cache" in block and "HF_HUB_OFFLINE=1" in block

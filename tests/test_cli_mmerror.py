@@ -62,11 +62,20 @@ def test_oracle_scores_100_on_both_tasks(tmp_path, isolated_env):
 def test_random_baseline_is_seeded_and_replayed(tmp_path, isolated_env):
     run = run_lmms_eval(tasks="mmerror_sample", model="random", model_args="seed=7", output_dir=tmp_path / "out")
     for task in (ETC_TASK, EPD_TASK):
-        replies = [chance_pick(d["chance_responses"], seed=7, task=task, doc_id=i) for i, d in enumerate(sample_docs(task))]
+        replies = [
+            chance_pick(d["chance_responses"], seed=7, task=task, doc_id=i) for i, d in enumerate(sample_docs(task))
+        ]
         expected = expected_metrics(task, replies)
         got = run.task_results(task)
-        for metric in ("accuracy", "parse_fail", "accuracy_by_label", "accuracy_domain_macro",
-                       "official_accuracy", "official_strict_accuracy", "official_parse_fail"):
+        for metric in (
+            "accuracy",
+            "parse_fail",
+            "accuracy_by_label",
+            "accuracy_domain_macro",
+            "official_accuracy",
+            "official_strict_accuracy",
+            "official_parse_fail",
+        ):
             assert got[metric] == pytest.approx(expected[metric]), (task, metric)
         # chance replies are bare letters: both parsers read them all, so the official numbers are ours
         # (ETC's strict one over 12 records, the 3 unasked E_NoError ones included)
@@ -82,8 +91,13 @@ def test_random_baseline_is_seeded_and_replayed(tmp_path, isolated_env):
 
 def test_tiny_qwen_completes(tmp_path, isolated_env, tiny_qwen_args):
     # A random model never stops on its own: cap the official 2048-token budget to keep the test fast.
-    run = run_lmms_eval(tasks="mmerror_sample", model="qwen2_5_vl", model_args=tiny_qwen_args,
-                        output_dir=tmp_path / "out", extra_args=["--gen_kwargs", "max_new_tokens=16"])
+    run = run_lmms_eval(
+        tasks="mmerror_sample",
+        model="qwen2_5_vl",
+        model_args=tiny_qwen_args,
+        output_dir=tmp_path / "out",
+        extra_args=["--gen_kwargs", "max_new_tokens=16"],
+    )
     for task, requests in ((ETC_TASK, 9), (EPD_TASK, 24)):
         metrics = run.task_results(task)
         assert 0.0 <= metrics["accuracy"] <= 100.0 and 0 <= metrics["parse_fail"]
@@ -100,12 +114,20 @@ def test_local_data_root_runs_the_full_group_without_no_error_samples(tmp_path, 
             path.unlink()
     # spellings the official loader maps (issue 30) load too: an opening letter, the first class named
     jsons = tmp_path / "data" / "mmerror" / "data" / "jsons"
-    for name, label in (("MMErroR_00001", "Visual Reasoning Error"), ("MMErroR_00004", "b"),
-                        ("MMErroR_00005", "Reasoning about the question")):
+    for name, label in (
+        ("MMErroR_00001", "Visual Reasoning Error"),
+        ("MMErroR_00004", "b"),
+        ("MMErroR_00005", "Reasoning about the question"),
+    ):
         record = json.loads((jsons / f"{name}.json").read_text(encoding="utf-8"))
         (jsons / f"{name}.json").write_text(json.dumps({**record, "label": label}), encoding="utf-8")
-    run = run_lmms_eval(tasks="mmerror", model="oracle", output_dir=tmp_path / "out",
-                        env={"LMMS_EVAL_PLUGINS_DATA_ROOT": str(tmp_path / "data")}, log_samples=False)
+    run = run_lmms_eval(
+        tasks="mmerror",
+        model="oracle",
+        output_dir=tmp_path / "out",
+        env={"LMMS_EVAL_PLUGINS_DATA_ROOT": str(tmp_path / "data")},
+        log_samples=False,
+    )
     assert run.task_results("mmerror_etc")["accuracy"] == 100.0
     assert "2 label(s) name several classes" in run.output
     assert "MMErroR_00001.json 'Visual Reasoning Error' -> A_Visual_Perception_Error" in run.output
@@ -120,7 +142,12 @@ def test_bad_local_data_fails_with_a_message_naming_record_and_fix(tmp_path, iso
     path = folder / "data" / "jsons" / "MMErroR_00003.json"
     record = json.loads(path.read_text(encoding="utf-8"))
     path.write_text(json.dumps({**record, "label": "Spelling_Error"}), encoding="utf-8")
-    run = run_lmms_eval(tasks="mmerror_etc", model="oracle", output_dir=tmp_path / "out",
-                        env={"LMMS_EVAL_PLUGINS_DATA_ROOT": str(tmp_path / "data")}, log_samples=False)
+    run = run_lmms_eval(
+        tasks="mmerror_etc",
+        model="oracle",
+        output_dir=tmp_path / "out",
+        env={"LMMS_EVAL_PLUGINS_DATA_ROOT": str(tmp_path / "data")},
+        log_samples=False,
+    )
     assert "mmerror_etc" not in run.results.get("results", {})
     assert "MMErroR_00003" in run.output and "Spelling_Error" in run.output and "fix:" in run.output

@@ -39,14 +39,30 @@ def _openai_args(base_url: str) -> str:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("unscored")
-    env = {"LMMS_EVAL_PLUGINS_JUDGE": "offline", "LMMS_EVAL_PLUGINS_CACHE": str(tmp / "cache"),
-           "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp / "cache" / "judge.sqlite3"), "HF_DATASETS_CACHE": str(tmp / "hf")}
+    env = {
+        "LMMS_EVAL_PLUGINS_JUDGE": "offline",
+        "LMMS_EVAL_PLUGINS_CACHE": str(tmp / "cache"),
+        "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp / "cache" / "judge.sqlite3"),
+        "HF_DATASETS_CACHE": str(tmp / "hf"),
+    }
     cache = ["--use_cache", str(tmp / "response-cache")]
-    dead = run_lmms_eval(tasks=TASKS, model="openai", model_args=_openai_args(f"http://127.0.0.1:{_dead_port()}/v1"),
-                         output_dir=tmp / "dead", env=env, extra_args=cache)
+    dead = run_lmms_eval(
+        tasks=TASKS,
+        model="openai",
+        model_args=_openai_args(f"http://127.0.0.1:{_dead_port()}/v1"),
+        output_dir=tmp / "dead",
+        env=env,
+        extra_args=cache,
+    )
     with JudgeServer(behaviour=lambda request: Reply(content="Error Step: Step 1")) as server:
-        live = run_lmms_eval(tasks=["errorradar_step_sample"], model="openai", model_args=_openai_args(server.base_url),
-                             output_dir=tmp / "live", env=env, extra_args=cache)
+        live = run_lmms_eval(
+            tasks=["errorradar_step_sample"],
+            model="openai",
+            model_args=_openai_args(server.base_url),
+            output_dir=tmp / "live",
+            env=env,
+            extra_args=cache,
+        )
         seen = len(server.requests)
     return dead, live, seen
 
@@ -72,7 +88,8 @@ def test_groups_are_null_instead_of_crashing_the_run(runs):
         assert dead.results["groups"][group]["score,none"] is None, group
     # the group's count is the sum over its tasks (lmms-eval hands it to the `score` aggregation too)
     assert dead.results["groups"]["crossvid_sample"]["unscored,none"] == sum(
-        dead.task_results(task)["unscored"] for task in CROSSVID)
+        dead.task_results(task)["unscored"] for task in CROSSVID
+    )
 
 
 def test_logged_samples_say_why(runs):
@@ -98,5 +115,5 @@ def test_report_shows_null_metrics_with_their_unscored_count(runs, tmp_path):
     assert report.main([str(dead.results_path.parent), "-o", str(tmp_path), "--no-plots", "--no-markdown"]) == 0
     html_text = (tmp_path / "report.html").read_text()
     # the paper-layout cells read N/A with the count beside them
-    assert f'{len(dead.samples("mmerror_epd_sample"))} unscored' in html_text
-    assert f'{len(dead.samples("crossvid_bu_sample"))} unscored' in html_text
+    assert f"{len(dead.samples('mmerror_epd_sample'))} unscored" in html_text
+    assert f"{len(dead.samples('crossvid_bu_sample'))} unscored" in html_text

@@ -17,9 +17,22 @@ from judge_server import TEST_API_KEY, JudgeServer, Reply, client_error
 pytestmark = pytest.mark.cli
 vr = load_task_utils("virectify")
 TASK, REFLECT = "virectify_sample", "virectify_reflect_sample"
-SAMPLE_ROW = {"benchmark": "virectify", "source": "sample", "num_frames": 32, "max_long_side": 448, "visual_mode": "interleaved"}
-JUDGE_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_URL", "LMMS_EVAL_PLUGINS_JUDGE", "LMMS_EVAL_PLUGINS_JUDGE_MODEL",
-              "LMMS_EVAL_PLUGINS_JUDGE_MAX_ERROR_RATE", "LMMS_EVAL_PLUGINS_VIRECTIFY_HINTS")
+SAMPLE_ROW = {
+    "benchmark": "virectify",
+    "source": "sample",
+    "num_frames": 32,
+    "max_long_side": 448,
+    "visual_mode": "interleaved",
+}
+JUDGE_VARS = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_URL",
+    "LMMS_EVAL_PLUGINS_JUDGE",
+    "LMMS_EVAL_PLUGINS_JUDGE_MODEL",
+    "LMMS_EVAL_PLUGINS_JUDGE_MAX_ERROR_RATE",
+    "LMMS_EVAL_PLUGINS_VIRECTIFY_HINTS",
+)
 
 
 @pytest.fixture()
@@ -39,14 +52,19 @@ def logged_judgements(run, task: str) -> dict[str, dict]:
 
 
 def test_oracle_scores_100_with_the_offline_judge(tmp_path, clean_judge_env):
-    run = run_lmms_eval(tasks=[TASK, REFLECT], model="oracle", output_dir=tmp_path / "out",
-                        env={"LMMS_EVAL_PLUGINS_JUDGE": "offline"})
+    run = run_lmms_eval(
+        tasks=[TASK, REFLECT], model="oracle", output_dir=tmp_path / "out", env={"LMMS_EVAL_PLUGINS_JUDGE": "offline"}
+    )
     m = run.task_results(TASK)
     for metric in ("acc_i", "iou", "acc_r", "graph_jaccard", "format_rate"):
         assert m[metric] == 100.0, metric
     assert m["acc_r_judge_errors"] == 0 and set(m["parse_fail"].values()) == {0}
     assert list(m["by_domain"]) == ["Dynamic Perception", "Scientific Reasoning", "Embodied Decision", "Total"]
-    assert all(row == {"acc_i": 100.0, "iou": 100.0, "acc_r": 100.0, "n": 4} for name, row in m["by_domain"].items() if name != "Total")
+    assert all(
+        row == {"acc_i": 100.0, "iou": 100.0, "acc_r": 100.0, "n": 4}
+        for name, row in m["by_domain"].items()
+        if name != "Total"
+    )
     assert m["by_domain"]["Total"]["n"] == 12 and m["by_error_type"]["Logical"]["n"] == 3
     assert set(m["by_solution_source"]) == {"gpt-4o-injection", "Qwen2.5-VL-7B", "InternVL3-8B", "Total"}
     r = run.task_results(REFLECT)
@@ -110,8 +128,14 @@ def test_llm_judge_verdicts_reach_the_logged_samples_and_acc_r(tmp_path, clean_j
 
 
 def test_tiny_qwen_completes(tmp_path, clean_judge_env, tiny_qwen_args):
-    run = run_lmms_eval(tasks=TASK, model="qwen2_5_vl", model_args=tiny_qwen_args, output_dir=tmp_path / "out",
-                        env={"LMMS_EVAL_PLUGINS_JUDGE": "offline"}, extra_args=["--gen_kwargs", "max_new_tokens=24"])
+    run = run_lmms_eval(
+        tasks=TASK,
+        model="qwen2_5_vl",
+        model_args=tiny_qwen_args,
+        output_dir=tmp_path / "out",
+        env={"LMMS_EVAL_PLUGINS_JUDGE": "offline"},
+        extra_args=["--gen_kwargs", "max_new_tokens=24"],
+    )
     m = run.task_results(TASK)
     assert run.results["n-samples"][TASK]["effective"] == 12
     for metric in ("acc_i", "iou", "acc_r", "graph_jaccard", "format_rate"):

@@ -84,8 +84,11 @@ def test_json_output_and_exit_status(capsys):
     assert compare.main([str(RUNS / "random"), str(RUNS / "oracle"), "--json", "--iterations", "50"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data and all(list(row) == KEYS for row in data)
-    assert {row["method"] for row in data} == {"paired bootstrap", "paired cluster bootstrap by question_id",
-                                               "paired cluster bootstrap by video_id"}
+    assert {row["method"] for row in data} == {
+        "paired bootstrap",
+        "paired cluster bootstrap by question_id",
+        "paired cluster bootstrap by video_id",
+    }
 
 
 def _in_range(task: str, metric: str, low: float, high: float) -> bool:
@@ -103,7 +106,9 @@ def test_compare_through_the_cli_every_row_in_range_one_method_star_iff_p(tmp_pa
     done = subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     data = json.loads(done.stdout)
-    assert {row["task"] for row in data} == {p.name.split("_samples_")[1][:-6] for p in RUNS.glob("oracle/*_samples_*.jsonl")}
+    assert {row["task"] for row in data} == {
+        p.name.split("_samples_")[1][:-6] for p in RUNS.glob("oracle/*_samples_*.jsonl")
+    }
     with_ci = [row for row in data if row["ci_low"] is not None]
     # since issue 37 a per-class row counts only the records holding or predicting its class, and the sample's
     # rarest classes have fewer than MIN_UNITS of them: those rows have no interval (a note says why)
@@ -121,7 +126,9 @@ def test_compare_through_the_cli_every_row_in_range_one_method_star_iff_p(tmp_pa
     lines = {tuple(line.split()[:2]): line for line in table.stdout.splitlines()}
     for row in data:
         line = lines[row["task"], row["metric"]]
-        assert line.endswith(row["method"]) and (" * " in line) == (row["p_value"] is not None and row["p_value"] < 0.05), line
+        assert line.endswith(row["method"]) and (" * " in line) == (
+            row["p_value"] is not None and row["p_value"] < 0.05
+        ), line
 
 
 def test_one_sided_and_degenerate_comparisons_are_notes_not_blanks(tmp_path, capsys):
@@ -166,7 +173,9 @@ def test_runs_over_different_data_are_refused(tmp_path, capsys):
     first = json.loads(lines[0])
     first["target"] = "Error Step: Step 9"
     samples.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
-    assert compare.main([str(RUNS / "random"), str(other), "--iterations", "20", "--json"]) == 0  # the others still compare
+    assert (
+        compare.main([str(RUNS / "random"), str(other), "--iterations", "20", "--json"]) == 0
+    )  # the others still compare
     out = capsys.readouterr()
     assert "errorradar_step_sample: doc_id 0: the runs' targets differ" in out.err
     tasks = {row["task"] for row in json.loads(out.out)}
@@ -191,7 +200,11 @@ def test_the_report_shows_error_bars_and_marks_paired_differences(rows, monkeypa
     tables = {block.id: block for sec in built.sections for block in sec.blocks if isinstance(block, report.Table)}
     for name in ("errorradar", "mmerror", "crossvid", "causalstep", "virectify"):
         assert f"{name}-errorbars" in tables and f"{name}-paired" in tables, name
-    (step,) = [cells for label, cells in tables["errorradar-paired"].rows if cells[:2] == ["errorradar_step_sample", "step_acc"]]
+    (step,) = [
+        cells
+        for label, cells in tables["errorradar-paired"].rows
+        if cells[:2] == ["errorradar_step_sample", "step_acc"]
+    ]
     assert step[2].endswith(" *") and step[5] == "10"
     # the stored runs predate error bars: the value is shown, the interval is not invented
     bars = [cells for label, cells in tables["errorradar-errorbars"].rows if cells[1] == "STEP acc"]
@@ -217,13 +230,16 @@ def test_bad_input_gets_a_note_per_task_and_the_other_tasks_are_still_compared(t
     _edit_results(other, edit)
     (samples,) = other.glob("*_samples_causalstep_sample.jsonl")
     rows = [json.loads(line) for line in samples.read_text(encoding="utf-8").splitlines()]
-    samples.write_text("".join(json.dumps({**r, "doc_id": r["doc_id"] + 10_000}) + "\n" for r in rows), encoding="utf-8")
+    samples.write_text(
+        "".join(json.dumps({**r, "doc_id": r["doc_id"] + 10_000}) + "\n" for r in rows), encoding="utf-8"
+    )
     (a,), (b,) = discover_runs(RUNS / "random"), discover_runs(other)
     notes: list[str] = []
     found = compare.compare_runs(a, b, iterations=50, notes=notes)
     compared = {(r.task, r.metric) for r in found}
     assert "mmerror_etc_sample: task versions differ (0.1 vs 99); not compared" in notes or any(
-        n.startswith("mmerror_etc_sample: task versions differ") for n in notes)
+        n.startswith("mmerror_etc_sample: task versions differ") for n in notes
+    )
     assert "virectify_sample iou: missing in run B; not compared" in notes
     assert "crossvid_pi_sample: only in A; not compared" in notes
     assert "causalstep_sample: the runs share no item (doc_id); not compared" in notes

@@ -24,8 +24,9 @@ def fresh_compat(monkeypatch):
 
 
 def _compat_warnings(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records
-            if r.name == "lmms_eval_plugins.compat" and r.levelno == logging.WARNING]
+    return [
+        r.getMessage() for r in caplog.records if r.name == "lmms_eval_plugins.compat" and r.levelno == logging.WARNING
+    ]
 
 
 # ------------------------------------------------------------------------------------------ the table
@@ -51,7 +52,9 @@ def test_entries_are_complete_and_uniquely_named():
 
 def test_the_table_in_docs_architecture_is_markdown_table():
     text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
-    assert compat.markdown_table() in text, "regenerate: python -c 'from lmms_eval_plugins import compat; print(compat.markdown_table())'"
+    assert compat.markdown_table() in text, (
+        "regenerate: python -c 'from lmms_eval_plugins import compat; print(compat.markdown_table())'"
+    )
     assert compat.markdown_table().count("\n") == len(compat.ENTRIES) + 2
 
 
@@ -63,14 +66,20 @@ def test_signature_problem_names_what_is_missing_or_reordered():
 
     assert compat.signature_problem(f, ("self", "include_path", "include_defaults")) is None
     assert compat.signature_problem(f, ("include_path",)) is None  # a subsequence is enough
-    assert compat.signature_problem(f, ("self", "paths")) == "signature (self, include_path, include_defaults) lacks 'paths'"
+    assert (
+        compat.signature_problem(f, ("self", "paths"))
+        == "signature (self, include_path, include_defaults) lacks 'paths'"
+    )
     assert compat.signature_problem(f, ("include_defaults", "include_path")) == (
-        "signature (self, include_path, include_defaults) does not take (include_defaults, include_path) in this order")
+        "signature (self, include_path, include_defaults) does not take (include_defaults, include_path) in this order"
+    )
     assert compat.signature_problem(f, ()) is None
 
 
 def test_check_entry_never_raises_and_says_missing():
-    gone = compat.Entry("x", "lmms_eval.no_such_module:f", compat.PATCH, (), "why", None, "0.7.3", "fallback", "feature")
+    gone = compat.Entry(
+        "x", "lmms_eval.no_such_module:f", compat.PATCH, (), "why", None, "0.7.3", "fallback", "feature"
+    )
     check = compat.check_entry(gone)
     assert not check.ok and check.problem.startswith("missing (ModuleNotFoundError")
     no_attr = compat.Entry("x", "lmms_eval.utils:NoSuchThing.method", compat.PATCH, (), "why", None, "0.7.3", "f", "g")
@@ -98,8 +107,11 @@ def test_a_changed_signature_gives_one_named_warning_and_the_patch_is_skipped(mo
         assert compat.install_all(compat.TASKS)["error-bars"] is False  # asked again: no second warning
     assert TaskOutput.calculate_aggregate_metric is calculate_aggregate_metric  # untouched
     assert _compat_warnings(caplog) == [
-        ("lmms-eval-plugins: compat error-bars: signature (self) lacks 'bootstrap_iters'; error bars off: "
-         "`<metric>_stderr` stays N/A for our metrics (values unchanged)")]
+        (
+            "lmms-eval-plugins: compat error-bars: signature (self) lacks 'bootstrap_iters'; error bars off: "
+            "`<metric>_stderr` stays N/A for our metrics (values unchanged)"
+        )
+    ]
 
 
 def test_a_missing_attribute_gives_one_named_warning_and_nothing_crashes(monkeypatch, caplog, fresh_compat):
@@ -152,7 +164,9 @@ def test_a_changed_filter_ensemble_turns_the_frame_read_off_once(monkeypatch, ca
         assert _ensemble_apply(["i0"], []) is None
         assert _ensemble_apply(["i0"], []) is None
     [warning] = _compat_warnings(caplog)
-    assert warning.startswith("lmms-eval-plugins: compat filter-instances: signature (self, requests, docs) lacks 'instances'")
+    assert warning.startswith(
+        "lmms-eval-plugins: compat filter-instances: signature (self, requests, docs) lacks 'instances'"
+    )
     assert _aligned_docs(["r0", "r1"], ["d0", "d1", "d2"], None) == ["d0", "d1"]  # the fallback: by position
 
 
@@ -169,7 +183,7 @@ def test_the_request_loop_is_found_on_the_stack_and_off_when_collator_changed(mo
         return layer_call()
 
     def generate_until(self, requests):
-        collator = Collator([("b", 2), ("a", 1)], lambda args: args[1])
+        collator = Collator([("b", 2), ("a", 1)], lambda args: args[1])  # noqa: F841 (the frame the hook reads)
         return hook()
 
     source, task_dict, order = generate_until(Model(), [])
@@ -190,7 +204,11 @@ def test_model_args_split_like_lmms_eval_or_by_the_same_rule(monkeypatch, caplog
     monkeypatch.delattr("lmms_eval.utils._smart_comma_split")
     monkeypatch.setattr(compat, "_available", {})
     with caplog.at_level(logging.WARNING):
-        assert split_model_args('a=1,b="x,y",c={"k": 1, "j": 2}') == ["a=1", 'b="x,y"', 'c={"k": 1, "j": 2}']  # the fallback
+        assert split_model_args('a=1,b="x,y",c={"k": 1, "j": 2}') == [
+            "a=1",
+            'b="x,y"',
+            'c={"k": 1, "j": 2}',
+        ]  # the fallback
     assert _compat_warnings(caplog)[0].startswith("lmms-eval-plugins: compat model-args-split: missing (AttributeError")
 
 
@@ -205,8 +223,12 @@ def _lmms_eval_names(tree: ast.AST) -> set[str]:
             for alias in node.names:
                 if alias.name == "lmms_eval" or alias.name.startswith("lmms_eval."):
                     names.add(alias.asname or alias.name.split(".")[0])
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module and (
-                node.module == "lmms_eval" or node.module.startswith("lmms_eval.")):
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and not node.level
+            and node.module
+            and (node.module == "lmms_eval" or node.module.startswith("lmms_eval."))
+        ):
             names.update(alias.asname or alias.name for alias in node.names)
     return names
 
@@ -222,13 +244,28 @@ def internals_reached(source: str) -> list[str]:
     lmms = _lmms_eval_names(tree)
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and not node.level and node.module and node.module.split(".")[0] == "lmms_eval":
+        if (
+            isinstance(node, ast.ImportFrom)
+            and not node.level
+            and node.module
+            and node.module.split(".")[0] == "lmms_eval"
+        ):
             found += [f"line {node.lineno}: imports {node.module}.{a.name}" for a in node.names if _private(a.name)]
-        elif (isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name)
-              and node.value.id in lmms):
+        elif (
+            isinstance(node, ast.Attribute)
+            and _private(node.attr)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in lmms
+        ):
             found.append(f"line {node.lineno}: uses {node.value.id}.{node.attr}")
-        if isinstance(node, ast.Attribute) and node.attr in ("_getframe", "_current_frames", "currentframe", "f_locals",
-                                                             "f_back", "f_globals"):
+        if isinstance(node, ast.Attribute) and node.attr in (
+            "_getframe",
+            "_current_frames",
+            "currentframe",
+            "f_locals",
+            "f_back",
+            "f_globals",
+        ):
             found.append(f"line {node.lineno}: .{node.attr}")
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
@@ -238,20 +275,34 @@ def internals_reached(source: str) -> list[str]:
                     base = base.value
                 if isinstance(target, ast.Attribute) and isinstance(base, ast.Name) and base.id in lmms:
                     found.append(f"line {node.lineno}: assigns {base.id}.{target.attr}")
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr")
-              and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in lmms):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("setattr", "delattr")
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id in lmms
+        ):
             found.append(f"line {node.lineno}: {node.func.id}({node.args[0].id}, ...)")
     return sorted(found, key=lambda text: (int(text.split(":")[0].split()[1]), text))
 
 
 def test_the_scanner_finds_frame_reads_and_patches():
-    sample = ("import sys\nimport lmms_eval.utils as u\nfrom lmms_eval.tasks import TaskManager\n"
-              "f = sys._getframe(1).f_locals\nu.make_table = None\nTaskManager.initialize_tasks = None\n"
-              "setattr(TaskManager, 'x', 1)\nclass A: pass\nA.y = 1\nfrom lmms_eval.utils import _split, ok\n"
-              "u._helper(A._z)\n")
-    assert internals_reached(sample) == ["line 4: ._getframe", "line 4: .f_locals", "line 5: assigns u.make_table",
-                                         "line 6: assigns TaskManager.initialize_tasks", "line 7: setattr(TaskManager, ...)",
-                                         "line 10: imports lmms_eval.utils._split", "line 11: uses u._helper"]
+    sample = (
+        "import sys\nimport lmms_eval.utils as u\nfrom lmms_eval.tasks import TaskManager\n"
+        "f = sys._getframe(1).f_locals\nu.make_table = None\nTaskManager.initialize_tasks = None\n"
+        "setattr(TaskManager, 'x', 1)\nclass A: pass\nA.y = 1\nfrom lmms_eval.utils import _split, ok\n"
+        "u._helper(A._z)\n"
+    )
+    assert internals_reached(sample) == [
+        "line 4: ._getframe",
+        "line 4: .f_locals",
+        "line 5: assigns u.make_table",
+        "line 6: assigns TaskManager.initialize_tasks",
+        "line 7: setattr(TaskManager, ...)",
+        "line 10: imports lmms_eval.utils._split",
+        "line 11: uses u._helper",
+    ]
 
 
 def test_nothing_outside_compat_reaches_inside_lmms_eval():
@@ -259,8 +310,11 @@ def test_nothing_outside_compat_reaches_inside_lmms_eval():
     files = [p for root in roots for p in sorted(root.rglob("*.py")) if "__pycache__" not in p.parts]
     assert any(p.name == "filter.py" for p in files) and any(p.name == "prefetch.py" for p in files)
     compat_dir = REPO / "lmms_eval_plugins" / "compat"
-    found = {str(p.relative_to(REPO)): hits for p in files if compat_dir not in p.parents
-             and (hits := internals_reached(p.read_text(encoding="utf-8")))}
+    found = {
+        str(p.relative_to(REPO)): hits
+        for p in files
+        if compat_dir not in p.parents and (hits := internals_reached(p.read_text(encoding="utf-8")))
+    }
     assert found == {}, "move these into lmms_eval_plugins/compat (with an entry in its table)"
     inside = {p.name: internals_reached(p.read_text(encoding="utf-8")) for p in compat_dir.glob("*.py")}
     assert inside["frames.py"] and inside["patches.py"] and inside["fixes.py"] and inside["private.py"]  # it sees them

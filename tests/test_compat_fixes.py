@@ -28,8 +28,16 @@ def test_content_key_tells_pictures_apart_and_ignores_identity():
 def test_encoder_cache_hits_only_for_the_same_picture():
     calls = []
 
-    def original(image, *, image_format="PNG", convert_rgb=False, quality=None, copy_if_pil=False, cache=None,
-                 use_path_cache=True):
+    def original(
+        image,
+        *,
+        image_format="PNG",
+        convert_rgb=False,
+        quality=None,
+        copy_if_pil=False,
+        cache=None,
+        use_path_cache=True,
+    ):
         calls.append(cache)
         return f"path:{image}" if isinstance(image, str) else f"enc{np.asarray(image)[0, 0, 0]}"
 
@@ -44,8 +52,15 @@ def test_encoder_cache_hits_only_for_the_same_picture():
     assert fixes.content_keyed_encoder(encode) is encode  # idempotent
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"return_video_sample_fps": True}, {"return_video_metadata": True},
-                                    {"return_video_sample_fps": True, "return_video_metadata": True}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"return_video_sample_fps": True},
+        {"return_video_metadata": True},
+        {"return_video_sample_fps": True, "return_video_metadata": True},
+    ],
+)
 def test_fetch_video_padding_is_trimmed_for_frame_lists_in_every_return_shape(kwargs):
     def padded_fetch(ele, **kw):  # what qwen_vl_utils does: pad 5 frames to 6
         n = len(ele["video"]) + len(ele["video"]) % 2
@@ -82,8 +97,9 @@ def test_lmms_eval_sends_every_frame_once_in_order_after_install():
 
     assert fixes.install()
     frames = [grey(10 * i) for i in range(15)]  # odd count: fetch_video would pad it to 16
-    chat = ChatMessages(messages=[{"role": "user", "content": [{"type": "video", "url": frames},
-                                                                {"type": "text", "text": "?"}]}])
+    chat = ChatMessages(
+        messages=[{"role": "user", "content": [{"type": "video", "url": frames}, {"type": "text", "text": "?"}]}]
+    )
     for _ in range(5):  # the id reuse depends on the allocator: try several times
         assert _arrived(chat.to_openai_messages(video_kwargs={"nframes": 15})) == list(range(15))
         gc.collect()
@@ -121,15 +137,21 @@ def test_the_frame_list_probe_notice_is_collapsed_into_one_line(monkeypatch):
     module = types.ModuleType("fake_chat_model")
     module.eval_logger = logger
     # the module's source must hold the notice: a model class that never logs it is left alone
-    monkeypatch.setattr("inspect.getsource",
-                        lambda m: 'eval_logger.warning(f"Failed to probe video {videos[0]}: {e}, using default nframes")')
+    monkeypatch.setattr(
+        "inspect.getsource",
+        lambda m: 'eval_logger.warning(f"Failed to probe video {videos[0]}: {e}, using default nframes")',
+    )
     monkeypatch.setitem(sys.modules, "fake_chat_model", module)
     cls = type("FakeQwen", (), {"__module__": "fake_chat_model"})
     fixes.collapse_probe_warnings(cls)
     fixes.collapse_probe_warnings(cls)  # idempotent
     for _ in range(69):
-        module.eval_logger.warning("Failed to probe video [<PIL.Image.Image image mode=RGB size=96x72>]: err, using default nframes")
-    module.eval_logger.warning("Failed to probe video /data/x.mp4: cannot open, using default nframes")  # a real file: kept
+        module.eval_logger.warning(
+            "Failed to probe video [<PIL.Image.Image image mode=RGB size=96x72>]: err, using default nframes"
+        )
+    module.eval_logger.warning(
+        "Failed to probe video /data/x.mp4: cannot open, using default nframes"
+    )  # a real file: kept
     module.eval_logger.info("other")
     assert lines[0].startswith("lmms-eval-plugins: FakeQwen cannot probe videos given as frame lists")
     assert lines[1:] == ["Failed to probe video /data/x.mp4: cannot open, using default nframes", "info other"]

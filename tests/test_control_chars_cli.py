@@ -32,8 +32,9 @@ VISIBLE = ("\\x1b]0;pwned\\x07", "\\x1b[2K\\x0d", "\\x1b]52;c;cHduZWQ=\\x07", "\
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, cwd=cwd, env=dict(os.environ),
-                          check=False)
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=300, cwd=cwd, env=dict(os.environ), check=False
+    )
 
 
 def _raw(text: str) -> list[str]:
@@ -96,9 +97,19 @@ def check_runs(tmp_path_factory):
     (unscored / original.name).write_text(json.dumps(data), encoding="utf-8")
     failed = tmp / "failed"
     failed.mkdir()
-    (failed / "lmms_eval_plugins_failed.json").write_text(json.dumps(
-        {"time": 0, "error": "DataError", "problem": f"bad record {HOSTILE}", "record": HOSTILE, "path": None,
-         "fix": f"see {HOSTILE}"}), encoding="utf-8")
+    (failed / "lmms_eval_plugins_failed.json").write_text(
+        json.dumps(
+            {
+                "time": 0,
+                "error": "DataError",
+                "problem": f"bad record {HOSTILE}",
+                "record": HOSTILE,
+                "path": None,
+                "fix": f"see {HOSTILE}",
+            }
+        ),
+        encoding="utf-8",
+    )
     return [_run("check-run", str(folder), cwd=tmp) for folder in (unscored, failed)]
 
 
@@ -116,14 +127,18 @@ def test_check_run_prints_no_control_character(check_runs):
 
 # ------------------------------------------------------------------------------------------- by hand
 
-@pytest.mark.parametrize("text, expected", [
-    (TITLE, "\\x1b]0;pwned\\x07"),
-    ("a\x1b[2K\rb", "a\\x1b[2K\\x0db"),
-    ("tab\tnew\nline", "tab\tnew\nline"),
-    ("\x00\x7f\x85\x9b", "\\x00\\x7f\\x85\\x9b"),  # NUL, DEL, C1 NEL and CSI
-    ("abc\u202ecod.exe \u2066x\u2069 \u200f", "abc\\u202ecod.exe \\u2066x\\u2069 \\u200f"),
-    ("plain ünïcödé 🙂", "plain ünïcödé 🙂"),
-])
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (TITLE, "\\x1b]0;pwned\\x07"),
+        ("a\x1b[2K\rb", "a\\x1b[2K\\x0db"),
+        ("tab\tnew\nline", "tab\tnew\nline"),
+        ("\x00\x7f\x85\x9b", "\\x00\\x7f\\x85\\x9b"),  # NUL, DEL, C1 NEL and CSI
+        ("abc\u202ecod.exe \u2066x\u2069 \u200f", "abc\\u202ecod.exe \\u2066x\\u2069 \\u200f"),
+        ("plain ünïcödé 🙂", "plain ünïcödé 🙂"),
+    ],
+)
 def test_escape_controls_by_hand(text, expected):
     from lmms_eval_plugins.safe_text import escape_controls
 

@@ -50,13 +50,39 @@ CAUSALSTEP_OPTIONS = [
     "The man washes his hands at the sink.",
 ]
 # Whole docs, as the loaders write them (each benchmark reads a doc through its typed record).
-_CS_DOC = {cs.ID_FIELD: "corpus/S1/desc", "video_id": "corpus", "category": "", "video_path": "", "n_segments": 1,
-           "segment": 1, "kind": "desc", "shown": [{"index": 1, "start": 0.0, "end": 1.0}], "question": "Q?",
-           "options": CAUSALSTEP_OPTIONS, "gold": "A", "prev_question": "", "prev_answer": "", "restart": "next",
-           "num_frames": 8, "max_long_side": 0}
-_ER_DOC = {"question_id": "corpus", "study_level": "", "question_type": "", "content": "", "answer": "", "user_answer": "",
-           "user_answer_steps": "", "n_steps": 8, "gold_step": 1, "gold_category": "CAL", "content_image": "",
-           "image_path": "", "round": 0}
+_CS_DOC = {
+    cs.ID_FIELD: "corpus/S1/desc",
+    "video_id": "corpus",
+    "category": "",
+    "video_path": "",
+    "n_segments": 1,
+    "segment": 1,
+    "kind": "desc",
+    "shown": [{"index": 1, "start": 0.0, "end": 1.0}],
+    "question": "Q?",
+    "options": CAUSALSTEP_OPTIONS,
+    "gold": "A",
+    "prev_question": "",
+    "prev_answer": "",
+    "restart": "next",
+    "num_frames": 8,
+    "max_long_side": 0,
+}
+_ER_DOC = {
+    "question_id": "corpus",
+    "study_level": "",
+    "question_type": "",
+    "content": "",
+    "answer": "",
+    "user_answer": "",
+    "user_answer_steps": "",
+    "n_steps": 8,
+    "gold_step": 1,
+    "gold_category": "CAL",
+    "content_image": "",
+    "image_path": "",
+    "round": 0,
+}
 
 
 def _causalstep(reply: str, expected: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +106,11 @@ PARSERS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
     "virectify": _virectify,
     "errorradar": _errorradar,
 }
-EXPECTED_KEYS = {"causalstep": [{"letter"}], "virectify": [{"intervals", "answer"}], "errorradar": [{"step"}, {"category"}]}
+EXPECTED_KEYS = {
+    "causalstep": [{"letter"}],
+    "virectify": [{"intervals", "answer"}],
+    "errorradar": [{"step"}, {"category"}],
+}
 
 
 def _files() -> list[Path]:
@@ -89,7 +119,9 @@ def _files() -> list[Path]:
 
 def _same(got: Any, want: Any) -> bool:
     if isinstance(want, float) or isinstance(got, float):
-        return isinstance(got, (int, float)) and isinstance(want, (int, float)) and math.isclose(got, want, abs_tol=1e-6)
+        return (
+            isinstance(got, (int, float)) and isinstance(want, (int, float)) and math.isclose(got, want, abs_tol=1e-6)
+        )
     if isinstance(want, list):
         return isinstance(got, list) and len(got) == len(want) and all(_same(g, w) for g, w in zip(got, want))
     if isinstance(want, dict):
@@ -124,11 +156,15 @@ def test_corpus_parses_as_expected(path):
     for row in rows:
         got = parse(row["reply"], row["expected"])
         if not _same(got, row["expected"]):
-            failures.append(f"{row['id']} ({row['model_style']}): expected {row['expected']}, got {got}"
-                            f"\n    reply: {row['reply'][:160]!r}\n    note: {row['note']}")
+            failures.append(
+                f"{row['id']} ({row['model_style']}): expected {row['expected']}, got {got}"
+                f"\n    reply: {row['reply'][:160]!r}\n    note: {row['note']}"
+            )
     correct = 1 - len(failures) / len(rows)
-    assert correct >= MIN_CORRECT, (f"{path.name}: {correct:.1%} of {len(rows)} replies parsed as expected "
-                                     f"(at least {MIN_CORRECT:.0%} wanted); failures:\n" + "\n".join(failures))
+    assert correct >= MIN_CORRECT, (
+        f"{path.name}: {correct:.1%} of {len(rows)} replies parsed as expected "
+        f"(at least {MIN_CORRECT:.0%} wanted); failures:\n" + "\n".join(failures)
+    )
 
 
 def test_the_comparison_can_fail():

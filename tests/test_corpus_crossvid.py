@@ -27,8 +27,10 @@ _DOCS: dict[str, dict] = {}
 
 def doc(task: str) -> dict:
     if task not in _DOCS:
-        rows = to_dataset(cv.load_docs({"benchmark": "crossvid", "source": "sample", "frames": 16}, task),
-                          features=cv.row_features(task))
+        rows = to_dataset(
+            cv.load_docs({"benchmark": "crossvid", "source": "sample", "frames": 16}, task),
+            features=cv.row_features(task),
+        )
         _DOCS[task] = rows[0]  # as lmms-eval holds it: an Arrow row
     return _DOCS[task]
 

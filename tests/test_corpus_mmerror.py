@@ -45,7 +45,17 @@ def test_corpus_shape():
     styles = {r["model_style"] for r in ROWS}
     assert {"qwen2.5-vl", "internvl", "llava", "gpt-4o", "gemini", "qwen3-vl-thinking"} <= styles
     replies = [r["reply"] for r in ROWS]
-    for form in ("<think>", "The answer is", "Option", "(B)", "**", "\\text{", "\uff22", "\\boxed{", "B_Reasoning_Error"):
+    for form in (
+        "<think>",
+        "The answer is",
+        "Option",
+        "(B)",
+        "**",
+        "\\text{",
+        "\uff22",
+        "\\boxed{",
+        "B_Reasoning_Error",
+    ):
         assert any(form in reply for reply in replies), form
     assert sum("cut off" in r["note"] for r in ROWS) >= 6  # replies stopped by the token limit
 

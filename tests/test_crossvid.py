@@ -45,9 +45,13 @@ def docs(task: str, **spec) -> list[dict]:
 
 def obj(name: str, view: str, boxes: dict) -> ObjectRef:
     """An object reference with boxes by frame position (None: no box there), as a test writes it."""
-    return ObjectRef(placeholder="", name=name, view=view, ordinal=1,
-                     boxes=tuple((k, None if b is None else Box(**{c: float(v) for c, v in b.items()}))
-                                 for k, b in boxes.items()))
+    return ObjectRef(
+        placeholder="",
+        name=name,
+        view=view,
+        ordinal=1,
+        boxes=tuple((k, None if b is None else Box(**{c: float(v) for c, v in b.items()})) for k, b in boxes.items()),
+    )
 
 
 def doc_for(task: str, record_id: int = 0, **spec) -> dict:
@@ -67,6 +71,7 @@ def aggregate(pairs: list[tuple[dict, str]]) -> dict[str, float]:
 
 
 # ----------------------------------------------------------------------------------------------- scoring
+
 
 def test_bu_needs_the_exact_set_in_any_order():
     doc = doc_for("BU", 0)  # gold ["A", "C"], options A-D
@@ -93,8 +98,14 @@ def test_single_choice_robust_and_strict():
 
 def test_pss_order_tolerates_spaces_and_separators():
     doc = doc_for("PSS", 0)  # gold "2->4->1->3", four segments
-    got = scores(doc, "2->4->1->3", "2 -> 4 -> 1 -> 3", "2, 4, 1, 3", "2→4→1→3",
-                 "Segment 2 -> Segment 4 -> Segment 1 -> Segment 3")
+    got = scores(
+        doc,
+        "2->4->1->3",
+        "2 -> 4 -> 1 -> 3",
+        "2, 4, 1, 3",
+        "2→4→1→3",
+        "Segment 2 -> Segment 4 -> Segment 1 -> Segment 3",
+    )
     assert got == [(1, 1)] + [(1, 0)] * 4
     assert scores(doc, "4->2->1->3") == [(0, 0)]
     missing = cv.score_response(doc, "2->4->1")  # not a permutation of 1..4: unparseable
@@ -123,7 +134,12 @@ def test_fsa_default_reads_every_number_spelling_the_official_float_reads():
     # found" for "+3,+5" and "3.,5.". Gold [2, 4.5]; [3, 5]: overlap 1.5, hull 3 -> 0.5; [3, 9]: 1.5 / 7
     doc = doc_for("FSA", 0)
     assert scores(doc, "2e+00,4.5e+00", "3.0e+00,5.0e+00", "+3,+5", "3.,5.", "+2.0,+4.5") == [
-        (1, 1), (0.5, 0.5), (0.5, 0.5), (0.5, 0.5), (1, 1)]
+        (1, 1),
+        (0.5, 0.5),
+        (0.5, 0.5),
+        (0.5, 0.5),
+        (1, 1),
+    ]
     assert scores(doc, "3.0e+00,9.0e+00") == [(pytest.approx(1.5 / 7), pytest.approx(1.5 / 7))]
     # default reads at least what official reads: on every reply official scores, default scores the same
     for reply in ("2,4.5", "3 ,5", " 3,  5", "1e0,2e0", "+0.5,+4", ".5,4.", "4.5,2", "nan,3", "inf,5"):
@@ -175,7 +191,9 @@ def test_ccqa_micro_average_per_question_mean_and_judge_errors(monkeypatch):
     def outcome(coverage, correctness):
         n = len(coverage)
         detail = {"coverage": coverage, "correctness": correctness}
-        return JudgeOutcome("rubric", "1", "gpt-4.1", verdict=(sum(coverage) + sum(correctness)) / (2 * n), detail=detail)
+        return JudgeOutcome(
+            "rubric", "1", "gpt-4.1", verdict=(sum(coverage) + sum(correctness)) / (2 * n), detail=detail
+        )
 
     doc = {"id": "0", "n_skipped": 0}
     judged = [outcome([1, 1], [1, 0]), outcome([1, 0, 0], [0, 0, 0])]  # 3 of 4 points, 1 of 6
@@ -194,11 +212,18 @@ def test_ccqa_micro_average_per_question_mean_and_judge_errors(monkeypatch):
     assert cv.agg_unscored([d["unscored"] for d in per_doc]) == 1
     # issue 37 case 4: strict mode follows the official scorer, which leaves a failed question out of its
     # sums and prints a number: (3 + 1) / (2 x 5) = 40.0 over the two judged, the failure counted
-    strict = [cv.process_results_ccqa({**doc, "strict": True}, [[{"text": "x", "judge": o.to_dict()}]])
-              for o in [*judged, error]]
+    strict = [
+        cv.process_results_ccqa({**doc, "strict": True}, [[{"text": "x", "judge": o.to_dict()}]])
+        for o in [*judged, error]
+    ]
     assert cv.agg_ccqa_score([d["score"] for d in strict]) == pytest.approx(40.0)
-    assert cv.agg_ccqa_per_question_mean([d["per_question_mean"] for d in strict]) == pytest.approx(100 * (3 / 4 + 1 / 6) / 2)
-    assert cv.agg_judge_errors([d["judge_errors"] for d in strict]) == 1 and cv.agg_unscored([d["unscored"] for d in strict]) == 0
+    assert cv.agg_ccqa_per_question_mean([d["per_question_mean"] for d in strict]) == pytest.approx(
+        100 * (3 / 4 + 1 / 6) / 2
+    )
+    assert (
+        cv.agg_judge_errors([d["judge_errors"] for d in strict]) == 1
+        and cv.agg_unscored([d["unscored"] for d in strict]) == 0
+    )
     # a question no judge was asked about stays unscored in strict mode too (no judge configured)
     unasked = JudgeOutcome("rubric", "1", "gpt-4.1", error="not judged: no judge endpoint configured")
     none = [cv.process_results_ccqa({**doc, "strict": True}, [[{"text": "x", "judge": unasked.to_dict()}]])]
@@ -214,7 +239,9 @@ def fresh_judge_runtime():
     reset_runtimes()  # also keeps the runtime's exit summary from logging after pytest closed its streams
 
 
-def test_ccqa_oracle_reply_gets_full_marks_from_the_offline_rubric_judge(isolated_env, fresh_judge_runtime, monkeypatch):
+def test_ccqa_oracle_reply_gets_full_marks_from_the_offline_rubric_judge(
+    isolated_env, fresh_judge_runtime, monkeypatch
+):
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE", "offline")
     rows = docs("CCQA")
     flt = cv.JudgeFilter(judge="rubric", default_model="gpt-4.1", item_fn=cv.judge_item)
@@ -293,13 +320,16 @@ def test_group_yaml_averages_the_subgroups_unweighted():
 
     config = next(e.config for e in read_task_yamls([cv.SAMPLE_DIR.parent], recursive=False) if e.name == "crossvid")
     subgroups = {g["group"]: g["task"] for g in config["task"] if isinstance(g, dict)}
-    assert subgroups == {"crossvid_comparative": ["crossvid_bu", "crossvid_nc", "crossvid_cc", "crossvid_pea"],
-                         "crossvid_temporal": ["crossvid_pi", "crossvid_fsa", "crossvid_pss"],
-                         "crossvid_multiview": ["crossvid_msr", "crossvid_moc"]}
+    assert subgroups == {
+        "crossvid_comparative": ["crossvid_bu", "crossvid_nc", "crossvid_cc", "crossvid_pea"],
+        "crossvid_temporal": ["crossvid_pi", "crossvid_fsa", "crossvid_pss"],
+        "crossvid_multiview": ["crossvid_msr", "crossvid_moc"],
+    }
     for agg in [config, *[g for g in config["task"] if isinstance(g, dict)]]:
         # the index keeps the `!function` tag as text and imports nothing
-        assert agg["aggregate_metric_list"] == [{"metric": "score", "aggregation": "!function utils.group_mean",
-                                                 "weight_by_size": False}]
+        assert agg["aggregate_metric_list"] == [
+            {"metric": "score", "aggregation": "!function utils.group_mean", "weight_by_size": False}
+        ]
     text = (cv.SAMPLE_DIR.parent / "crossvid.yaml").read_text()
     assert text.count("aggregation: !function utils.group_mean") == 4
     # lmms-eval calls it as its own mean: (scores, sizes, weight_by_size); unweighted here
@@ -326,19 +356,25 @@ def test_task_yamls_and_hooks_follow_the_one_task_declaration():
         config = entries[f"crossvid{suffix}"].config
         groups = [g for g in config["task"] if isinstance(g, dict)]
         assert {g["group"]: g["task"] for g in groups} == {
-            f"crossvid_{d.role}{suffix}": [f"crossvid_{t.lower()}{suffix}" for t in d.tasks] for d in DIMENSIONS}
+            f"crossvid_{d.role}{suffix}": [f"crossvid_{t.lower()}{suffix}" for t in d.tasks] for d in DIMENSIONS
+        }
         assert [d.column in g["group_alias"] for d, g in zip(DIMENSIONS, groups)] == [True] * len(DIMENSIONS)
         assert [t for t in config["task"] if not isinstance(t, dict)] == [f"crossvid_{FREE_FORM.lower()}{suffix}"]
         for task in cv.TASKS:
             process_docs = entries[f"crossvid_{task.lower()}{suffix}"].config["process_docs"]
             assert process_docs == f"!function utils.process_docs_{task.lower()}"
     assert {n for n, e in entries.items() if e.kind == "task"} == {
-        f"crossvid_{t.lower()}{s}" for t in cv.TASKS for s in ("", "_sample")}
+        f"crossvid_{t.lower()}{s}" for t in cv.TASKS for s in ("", "_sample")
+    }
     spec = get_benchmark("crossvid")
     assert spec.roles == (*(t.lower() for t in cv.TASKS), "comparative", "temporal", "multiview")
     # HOOKS is exactly what the YAMLs call, less the aggregations the spec supplies
-    named = {hook for path in folder.iterdir() if path.is_file() and "yaml" in path.name
-             for hook in re.findall(r"!function utils\.(\w+)", path.read_text(encoding="utf-8"))}
+    named = {
+        hook
+        for path in folder.iterdir()
+        if path.is_file() and "yaml" in path.name
+        for hook in re.findall(r"!function utils\.(\w+)", path.read_text(encoding="utf-8"))
+    }
     aggregations = {m.hook for metrics in spec.metric_lists.values() for m in metrics}
     assert set(hooks_module.HOOKS) == named - aggregations
 
@@ -368,7 +404,9 @@ def test_report_rows_use_the_papers_average_rule():
     row = dict(zip(COLUMNS, TABLE2["GPT-4.1"]))
 
     def entry(scores):
-        tasks = {t.lower(): SimpleNamespace(task=f"crossvid_{t.lower()}", metrics={"score": v}) for t, v in scores.items()}
+        tasks = {
+            t.lower(): SimpleNamespace(task=f"crossvid_{t.lower()}", metrics={"score": v}) for t, v in scores.items()
+        }
         return Entry(run=None, variant="", tasks=tasks, label="m")
 
     values, incomplete, notes = crossvid_row(entry({t: row[t] for t in cv.TASKS}))
@@ -418,6 +456,7 @@ def test_stored_runs_rescore_to_their_stored_numbers(run_name):
 
 
 # ----------------------------------------------------------------------------------------------- frame budgets
+
 
 def test_budget_splits_by_hand():
     assert cv.frame_budgets("PEA", 128, [5, 5, 5]) == [42, 42, 42]  # total // n, as the official scripts
@@ -473,14 +512,16 @@ def test_the_text_plan_matches_the_decoded_frames(task):
 
 # ----------------------------------------------------------------------------------------------- prompts
 
+
 def test_messages_interleave_labels_and_frames_after_the_system_prompt():
     messages = cv.doc_to_messages(doc_for("BU", 0))
     assert messages[0] == {"role": "system", "content": [{"type": "text", "text": "You are a helpful video analyzer."}]}
     content = messages[1]["content"]
     assert [c["type"] for c in content] == ["text", "video", "text", "video", "text", "video", "text"]
     assert content[0]["text"].startswith("\nProvide you several videos and a multiple-choice question with 1-3 correct")
-    assert content[0]["text"].endswith("Options:\nA. Video 1\nB. Video 2\nC. Video 3\nD. None of the videos\n\n"
-                                       "Input frames:\nVideo 1:\n")
+    assert content[0]["text"].endswith(
+        "Options:\nA. Video 1\nB. Video 2\nC. Video 3\nD. None of the videos\n\nInput frames:\nVideo 1:\n"
+    )
     assert content[2]["text"] == "Video 2:\n" and content[4]["text"] == "Video 3:\n"
     assert content[6]["text"] == "\n\nYour answer:\n"
     assert all(len(c["url"]) == 5 for c in content if c["type"] == "video")  # 16 // 3
@@ -493,20 +534,35 @@ def test_messages_convert_for_the_openai_and_vllm_chat_classes():
     system, user = chat.to_openai_messages(video_kwargs={"nframes": 4})
     assert system == {"role": "system", "content": [{"type": "text", "text": "You are a helpful video analyzer."}]}
     kinds = [c["type"] if c["type"] == "image_url" else c["text"][-9:] for c in user["content"]]
-    assert kinds == ["Video 1:\n", *["image_url"] * 4, "Video 2:\n", *["image_url"] * 4, "Video 3:\n",
-                     *["image_url"] * 4, "Video 4:\n", *["image_url"] * 4, " answer:\n"]
+    assert kinds == [
+        "Video 1:\n",
+        *["image_url"] * 4,
+        "Video 2:\n",
+        *["image_url"] * 4,
+        "Video 3:\n",
+        *["image_url"] * 4,
+        "Video 4:\n",
+        *["image_url"] * 4,
+        " answer:\n",
+    ]
     hf = chat.to_hf_messages()  # the Qwen2.5-VL chat class's path
     assert [c["type"] for c in hf[1]["content"]].count("video") == 4
 
 
-@pytest.mark.parametrize("task, labels", [
-    ("PI", ["Beginning:\n", "Ending:\n"]), ("PSS", ["Segment 1:\n", "Segment 2:\n", "Segment 3:\n", "Segment 4:\n"]),
-    ("FSA", ["Video 1:\n", "\nVideo 2:\n"]), ("CCQA", ["Video A:\n", "\nVideo B:\n"]), ("MOC", ["View A:\n", "\nView B:\n"]),
-])
+@pytest.mark.parametrize(
+    "task, labels",
+    [
+        ("PI", ["Beginning:\n", "Ending:\n"]),
+        ("PSS", ["Segment 1:\n", "Segment 2:\n", "Segment 3:\n", "Segment 4:\n"]),
+        ("FSA", ["Video 1:\n", "\nVideo 2:\n"]),
+        ("CCQA", ["Video A:\n", "\nVideo B:\n"]),
+        ("MOC", ["View A:\n", "\nView B:\n"]),
+    ],
+)
 def test_each_task_labels_its_videos_as_the_official_scripts(task, labels):
     content = cv.doc_to_messages(doc_for(task, 0))[1]["content"]
     texts = [content[i]["text"] for i in range(len(content) - 1) if content[i + 1]["type"] == "video"]
-    assert [t[-len(label):] for t, label in zip(texts, labels)] == labels and len(texts) == len(labels)
+    assert [t[-len(label) :] for t, label in zip(texts, labels)] == labels and len(texts) == len(labels)
 
 
 def test_fsa_prompt_lists_the_sampled_timestamps_in_whole_seconds():
@@ -525,7 +581,9 @@ def test_simple_model_text_says_which_frames_belong_to_which_label():
     # 16 frames over 3.5 s (two pieces: 2 s + 1.5 s), 4 s, 4 s: quotas 4.87, 5.57, 5.57 -> 4, 5, 5 plus the
     # two spare frames to the largest remainders (4.87, then the first 5.57): 5, 6, 5. Segment 2 is [8, 12] s of a
     # 12-s, 48-frame video: times 8, 8.8, ..., 12 s -> frames 32, 35, 38, 41, 44, 48, and 48 is past the end: 5 frames
-    assert "Input frames:\nSegment 1: frames 1-5\nSegment 2: frames 6-10\nSegment 3: frames 11-15\n\nYour answer:" in text
+    assert (
+        "Input frames:\nSegment 1: frames 1-5\nSegment 2: frames 6-10\nSegment 3: frames 11-15\n\nYour answer:" in text
+    )
     assert len(cv.doc_to_visual(doc_for("PSS", 1))) == 15
 
 
@@ -540,6 +598,7 @@ def test_pi_prompt_has_no_question_and_braces_in_data_stay_literal():
 
 
 # ----------------------------------------------------------------------------------------------- rows and records
+
 
 def _strings(value):
     if isinstance(value, str):
@@ -579,7 +638,9 @@ def test_record_of_gives_each_gold_shape_typed_by_hand():
     assert cv.record_of(doc_for("PSS", 0)).gold == OrderGold((2, 4, 1, 3), "2->4->1->3")
     ccqa = cv.record_of(doc_for("CCQA", 0)).gold
     assert isinstance(ccqa, PointsGold) and ccqa.scoring_points == (
-        "Video A dices the onion finely", "Video B slices the onion into thick rings")
+        "Video A dices the onion finely",
+        "Video B slices the onion into thick rings",
+    )
     pi = cv.record_of(doc_for("PI", 0))
     assert [g.label for g in pi.media] == ["Beginning", "Ending"] and all(g.intervals for g in pi.media)
     msr = cv.record_of(doc_for("MSR", 0))  # {B1} is track 3 of view B: boxes at frames 1 and 4 (sample_data.py)
@@ -598,21 +659,29 @@ def test_fsa_reference_times_are_printed_as_the_record_writes_them():
 def test_a_box_that_is_not_four_numbers_is_named_at_load(tmp_path):
     box_file = tmp_path / "7.json"
     box_file.write_text(json.dumps([{"id": 3, "bbox": {"1": {"xtl": 1, "ytl": 2, "xbr": 3}, "2": None}}]))
-    doc = {"record": "CrossVid MSR id 0", "bbox_path": [{"view": "A", "path": str(box_file)}],
-           "objects": [{"placeholder": "A1", "name": "obj_1", "view": "A", "ordinal": 1, "track": 3}]}
+    doc = {
+        "record": "CrossVid MSR id 0",
+        "bbox_path": [{"view": "A", "path": str(box_file)}],
+        "objects": [{"placeholder": "A1", "name": "obj_1", "view": "A", "ordinal": 1, "track": 3}],
+    }
     with pytest.raises(DataError, match=r"a box of track 3 \({A1}\) of CrossVid MSR id 0 is not"):
         cv.attach_boxes([doc])
 
 
 # ----------------------------------------------------------------------------------------------- MSR / MOC
 
+
 def test_placeholders_from_question_and_options_get_names_in_order_of_appearance():
     question, options, refs = cv.resolve_placeholders(
-        "In view B, which object is closer to {B1}?", ["A. {A2}", "B. {B2}", "C. {B1} again", "D. {x}"])
+        "In view B, which object is closer to {B1}?", ["A. {A2}", "B. {B2}", "C. {B1} again", "D. {x}"]
+    )
     assert question == "In view B, which object is closer to obj_1?"
     assert options == ["A. obj_2", "B. obj_3", "C. obj_1 again", "D. {x}"]  # {x} is no placeholder
     assert [(r["placeholder"], r["name"], r["view"], r["ordinal"]) for r in refs] == [
-        ("B1", "obj_1", "B", 1), ("A2", "obj_2", "A", 2), ("B2", "obj_3", "B", 2)]
+        ("B1", "obj_1", "B", 1),
+        ("A2", "obj_2", "A", 2),
+        ("B2", "obj_3", "B", 2),
+    ]
 
 
 def test_msr_placeholder_only_in_an_option_gets_its_box_scaled_by_hand():
@@ -622,10 +691,12 @@ def test_msr_placeholder_only_in_an_option_gets_its_box_scaled_by_hand():
     # frames are 400x300 -> 360x270: scale 0.9, truncated. View A track 5, position 0: (240.5, 90.7, 281.9, 130.9);
     # view B track 3 is first annotated at position 1, the 3rd of positions 0, 0, 1, ...: (140.5, 110, 181.9, 150.2);
     # view B track 5 at position 0: (191.4, 159.99, 232.8, 200.19)
-    assert ("Objects information:\n"
-            "obj_2 appears in 1st frame of view A with bbox [216, 81, 253, 117]\n"
-            "obj_1 appears in 3rd frame of view B with bbox [126, 99, 163, 135]\n"
-            "obj_3 appears in 1st frame of view B with bbox [172, 143, 209, 180]\n\n") in text
+    assert (
+        "Objects information:\n"
+        "obj_2 appears in 1st frame of view A with bbox [216, 81, 253, 117]\n"
+        "obj_1 appears in 3rd frame of view B with bbox [126, 99, 163, 135]\n"
+        "obj_3 appears in 1st frame of view B with bbox [172, 143, 209, 180]\n\n"
+    ) in text
     assert cv.doc_to_text(doc).count("obj_3 appears in 1st frame of view B with bbox [172, 143, 209, 180]") == 1
 
 
@@ -642,20 +713,39 @@ def test_boxes_are_looked_up_by_sampled_position_with_a_small_budget(tmp_path):
     files = cv.frame_files(folder)
     positions = cv.uniform_indices(len(files), 3)
     assert positions == [1, 3, 5]  # bin centres of 6 frames in 3 bins
-    refs = [obj("obj_1", "A", {"0": {"xtl": 10, "ytl": 10, "xbr": 20, "ybr": 20},
-                               "3": {"xtl": 100, "ytl": 50.5, "xbr": 719, "ybr": 479}}),
-            obj("obj_2", "A", {"2": {"xtl": 1, "ytl": 1, "xbr": 2, "ybr": 2}})]
+    refs = [
+        obj(
+            "obj_1",
+            "A",
+            {"0": {"xtl": 10, "ytl": 10, "xbr": 20, "ybr": 20}, "3": {"xtl": 100, "ytl": 50.5, "xbr": 719, "ybr": 479}},
+        ),
+        obj("obj_2", "A", {"2": {"xtl": 1, "ytl": 1, "xbr": 2, "ybr": 2}}),
+    ]
     scale = cv.box_scale((720, 480), 360)
     assert scale == 0.5
     # obj_1: position 0 is not sampled; position 3 is the 2nd sampled frame. obj_2: position 2 is never sampled.
     assert cv.object_lines(refs, {"A": positions}, {"A": scale}) == [
         "obj_1 appears in 2nd frame of view A with bbox [50, 25, 359, 239]",
-        "obj_2 does not appear in the sampled frames of view A"]
+        "obj_2 does not appear in the sampled frames of view A",
+    ]
     assert [cv.ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 101, 111)] == [
-        "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "23rd", "101st", "111th"]
+        "1st",
+        "2nd",
+        "3rd",
+        "4th",
+        "11th",
+        "12th",
+        "13th",
+        "21st",
+        "22nd",
+        "23rd",
+        "101st",
+        "111th",
+    ]
 
 
 # ----------------------------------------------------------------------------------------------- records and media
+
 
 def _local_copy(tmp_path: Path) -> Path:
     folder = tmp_path / "data" / "crossvid"
@@ -704,14 +794,17 @@ def test_missing_media_can_be_skipped_and_are_reported(tmp_path, monkeypatch):
     assert aggregate([(rows[0], "BD")])["skipped"] == 1
 
 
-@pytest.mark.parametrize("task, field, value, message", [
-    ("NC", "answer", "E", "not one of the option letters ABCD"),
-    ("BU", "answer", ["A", "A"], "distinct option letters"),
-    ("PSS", "answer", "1->2->2->4", "not an order of the 4 segments (repeats 2; missing 3)"),
-    ("FSA", "answer", [3], "must be [start, end]"),
-    ("PI", "ending", "end", "'ending' must be [start, end]"),
-    ("MSR", "objects", [{"id": 3}], "refers to object 2, but the record lists 1 object"),
-])
+@pytest.mark.parametrize(
+    "task, field, value, message",
+    [
+        ("NC", "answer", "E", "not one of the option letters ABCD"),
+        ("BU", "answer", ["A", "A"], "distinct option letters"),
+        ("PSS", "answer", "1->2->2->4", "not an order of the 4 segments (repeats 2; missing 3)"),
+        ("FSA", "answer", [3], "must be [start, end]"),
+        ("PI", "ending", "end", "'ending' must be [start, end]"),
+        ("MSR", "objects", [{"id": 3}], "refers to object 2, but the record lists 1 object"),
+    ],
+)
 def test_malformed_records_name_the_record(task, field, value, message):
     raw = json.loads((cv.SAMPLE_DIR / "QA" / f"{task}.json").read_text())[0]
     with pytest.raises(DataError) as info:
@@ -742,6 +835,7 @@ def test_oracle_and_chance_replies():
 
 
 # ----------------------------------------------------------------------------------------------- sample data
+
 
 def test_sample_covers_every_task_and_stays_small():
     assert sorted(p.stem for p in (cv.SAMPLE_DIR / "QA").glob("*.json")) == sorted(cv.TASKS)
@@ -793,6 +887,7 @@ def test_duplicate_question_ids_in_a_task_file_are_a_data_error(tmp_path, monkey
 
 # ----------------------------------------------------------------------------------------------- official parity
 
+
 def test_official_allocation_by_hand():
     # quotas 10 * 3/6, 10 * 2/6, 10 * 1/6 = 5, 3.33, 1.67 -> floors 5, 3, 1; the spare frame to .67
     assert cv.official_allocation([3.0, 2.0, 1.0], 10) == [5, 3, 2]
@@ -828,7 +923,7 @@ def test_pea_intervals_follow_the_official_time_linspace():
     doc = doc_for("PEA", 0)
     groups = doc["media"]
     for group, sampled in zip(groups, cv.sample_frames(doc)):
-        (start, end), = group["intervals"]
+        ((start, end),) = group["intervals"]
         # 5 frames over [start, end] s at 4 fps: times start + j (end - start) / 4, frame int(4 t)
         expected = sorted({int((start + j * (end - start) / 4) * 4) for j in range(5)} - {32})  # 8-s videos: 32 frames
         assert sampled.indices == expected == [decode_frame_index(f) for f in sampled.frames]
@@ -840,16 +935,31 @@ def test_placeholders_are_named_as_the_official_script_names_them():
     assert question == "Is obj_3 left of obj_2, and is obj_3 moving?" and options == ["A. obj_4", "B. no"]
     assert [(r["placeholder"], r["name"]) for r in refs] == [("A1", "obj_3"), ("B1", "obj_2"), ("B2", "obj_4")]
     assert [cv.official_ordinal(n) for n in (1, 2, 3, 4, 11, 21, 22, 23)] == [
-        "1st", "2nd", "3rd", "4th", "11th", "21th", "22th", "23th"]
+        "1st",
+        "2nd",
+        "3rd",
+        "4th",
+        "11th",
+        "21th",
+        "22th",
+        "23th",
+    ]
 
 
-@pytest.mark.parametrize("question, options, problem", [
-    ("Which is closer to {B1}?", ["A. {A2}", "B. {B1}"], "placeholder {A2} appears in option 1 but not in the question"),
-    ("Which is closer to {B1}?", ["A. {B1}", "B. none"], None),
-    ("Which is closer to {C1}?", ["A. x"], "the question's {C1} is not a placeholder {A1}..{B5}"),
-    ("Which is closer to {B1}?", ["A. {}"], "option 1 does not format (IndexError"),
-    ("Which is closer to {B1}?", ["A. {{literal}}"], None),
-])
+@pytest.mark.parametrize(
+    "question, options, problem",
+    [
+        (
+            "Which is closer to {B1}?",
+            ["A. {A2}", "B. {B1}"],
+            "placeholder {A2} appears in option 1 but not in the question",
+        ),
+        ("Which is closer to {B1}?", ["A. {B1}", "B. none"], None),
+        ("Which is closer to {C1}?", ["A. x"], "the question's {C1} is not a placeholder {A1}..{B5}"),
+        ("Which is closer to {B1}?", ["A. {}"], "option 1 does not format (IndexError"),
+        ("Which is closer to {B1}?", ["A. {{literal}}"], None),
+    ],
+)
 def test_official_text_problems(question, options, problem):
     found = cv.official_text_problem(question, options)
     assert (found is None) if problem is None else found.startswith(problem)
@@ -862,8 +972,11 @@ def test_records_the_official_script_drops_are_kept_and_counted_or_dropped_in_st
     assert [d["official_drop"] for d in moc] == ["", "obj_1 annotated in none of the sampled frames of its view"]
     assert "obj_1 does not appear in the sampled frames of view A" in cv.doc_to_text(moc[1])
     kept = aggregate([(d, d["oracle_response"]) for d in msr])
-    assert kept["official_dropped"] == 1 and kept["score"] == 100.0 and "official_dropped" not in aggregate(
-        [(d, d["oracle_response"]) for d in docs("PI")])
+    assert (
+        kept["official_dropped"] == 1
+        and kept["score"] == 100.0
+        and "official_dropped" not in aggregate([(d, d["oracle_response"]) for d in docs("PI")])
+    )
     strict = docs("MSR", strict=True)
     assert [d["id"] for d in strict] == ["1"] and [d["id"] for d in docs("MOC", strict=True)] == ["0"]
     assert aggregate([(d, d["oracle_response"]) for d in strict])["official_dropped"] == 1
@@ -872,16 +985,20 @@ def test_records_the_official_script_drops_are_kept_and_counted_or_dropped_in_st
 
 
 def test_an_object_is_absent_only_when_no_sampled_position_has_its_box():
-    refs = [obj("obj_1", "A", {"3": {"xtl": 1, "ytl": 1, "xbr": 2, "ybr": 2}}),
-            obj("obj_2", "B", {"3": None, "4": {"xtl": 1, "ytl": 1, "xbr": 2, "ybr": 2}})]
+    refs = [
+        obj("obj_1", "A", {"3": {"xtl": 1, "ytl": 1, "xbr": 2, "ybr": 2}}),
+        obj("obj_2", "B", {"3": None, "4": {"xtl": 1, "ytl": 1, "xbr": 2, "ybr": 2}}),
+    ]
     assert cv.absent_objects(refs, {"A": [0, 3], "B": [0, 3]}) == ["obj_2"]  # a null box is no box
     assert cv.absent_objects(refs, {"A": [0, 2], "B": [4]}) == ["obj_1"]
 
 
 # ----------------------------------------------------------------------------------------------- CCQA strict
 
-TWO_BLOCKS = ('<score>{"coverage": [true, false], "correctness": [true, false]}</score>\n'
-              'On reflection: <score>{"coverage": [true, true], "correctness": [true, true]}</score>')
+TWO_BLOCKS = (
+    '<score>{"coverage": [true, false], "correctness": [true, false]}</score>\n'
+    'On reflection: <score>{"coverage": [true, true], "correctness": [true, true]}</score>'
+)
 
 
 def test_ccqa_strict_mode_reads_the_first_score_block_as_the_official_scorer():
@@ -890,10 +1007,13 @@ def test_ccqa_strict_mode_reads_the_first_score_block_as_the_official_scorer():
 
     default_doc, strict_doc = doc_for("CCQA", 0), doc_for("CCQA", 0, strict=True)
     n = len(default_doc["scoring_points"])
-    assert cv.judge_item("x", default_doc).extra == {} and cv.judge_item("x", strict_doc).extra == {"score_block": "first"}
+    assert cv.judge_item("x", default_doc).extra == {} and cv.judge_item("x", strict_doc).extra == {
+        "score_block": "first"
+    }
     judge = RubricJudge()
     reply = TWO_BLOCKS.replace("true, false]", ", ".join(["true"] + ["false"] * (n - 1)) + "]").replace(
-        "true, true]", ", ".join(["true"] * n) + "]")
+        "true, true]", ", ".join(["true"] * n) + "]"
+    )
     with pytest.raises(ReplyParseError, match="exactly one"):
         judge.parse_reply(reply, cv.judge_item("x", default_doc))  # the default refuses to choose
     verdict = judge.parse_reply(reply, cv.judge_item("x", strict_doc))
@@ -925,13 +1045,17 @@ def test_a_stray_non_image_file_the_official_script_samples_drops_the_record_in_
     shutil.copytree(cv.SAMPLE_DIR, folder)
 
     def load(**spec) -> list[dict]:
-        return list(to_dataset(cv.load_docs({**SAMPLE, **spec}, "MSR", sample_dir=folder), features=cv.row_features("MSR")))
+        return list(
+            to_dataset(cv.load_docs({**SAMPLE, **spec}, "MSR", sample_dir=folder), features=cv.row_features("MSR"))
+        )
 
     assert [d["official_drop"] == "" for d in load()] == [False, True]  # MSR 0: its placeholder (above)
     view_a = load()[1]["media"][0]["rel"]
     (folder / view_a / "zz_notes.txt").write_text("not a frame\n", encoding="utf-8")
     default = load()
-    assert default[1]["official_drop"] == "zz_notes.txt in view A is no image, at a position the official script samples"
+    assert (
+        default[1]["official_drop"] == "zz_notes.txt in view A is no image, at a position the official script samples"
+    )
     assert {d["n_official_dropped"] for d in default} == {2} and [d["id"] for d in default] == ["0", "1"]
     assert aggregate([(d, d["oracle_response"]) for d in default])["score"] == 100.0  # kept and scored by default
     assert load(strict=True) == []  # both dropped, as the official script drops them

@@ -14,11 +14,14 @@ def test_read_jsonl_skips_blank_lines(tmp_path):
     assert read_jsonl(path) == [{"a": 1}, {"a": 2}]
 
 
-@pytest.mark.parametrize("content, problem", [
-    (b'{"a": 1}\n{"a": \n', "line 2: invalid JSON"),
-    (b'{"a": 1}\n[1, 2]\n', "line 2: not a JSON object"),
-    (b'{"a": "\xff"}\n', "cannot read"),  # not UTF-8: a clear error, not a UnicodeDecodeError
-])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        (b'{"a": 1}\n{"a": \n', "line 2: invalid JSON"),
+        (b'{"a": 1}\n[1, 2]\n', "line 2: not a JSON object"),
+        (b'{"a": "\xff"}\n', "cannot read"),  # not UTF-8: a clear error, not a UnicodeDecodeError
+    ],
+)
 def test_read_jsonl_errors_name_file_and_line(tmp_path, content, problem):
     path = tmp_path / "r.jsonl"
     path.write_bytes(content)
@@ -39,6 +42,7 @@ def test_paths_inside_the_folder_resolve(tmp_path):
 
 # ------------------------------------------------------------------------------ the containment rule (safe_path)
 
+
 def _refused(root, value, **kw) -> DataError:
     with pytest.raises(DataError) as info:
         safe_path(root, value, record="rec-7", field="video", **kw)
@@ -49,22 +53,25 @@ def _refused(root, value, **kw) -> DataError:
     return info.value
 
 
-@pytest.mark.parametrize("value, problem", [
-    ("..", "escapes"),
-    ("../x.mp4", "escapes"),
-    ("videos/../../x.mp4", "escapes"),
-    ("videos/../videos/a.mp4", "escapes"),  # no '..' at all, even one that would come back inside
-    ("/etc/passwd", "absolute"),
-    ("//etc/passwd", "absolute"),
-    ("C:/Windows/win.ini", "absolute"),
-    ("..\\x.mp4", "backslash"),
-    ("videos\\a.mp4", "backslash"),
-    ("videos/a.mp4\0.png", "NUL"),
-    ("", "empty"),
-    ("   ", "empty"),
-    (None, "not a string"),
-    (3, "not a string"),
-])
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        ("..", "escapes"),
+        ("../x.mp4", "escapes"),
+        ("videos/../../x.mp4", "escapes"),
+        ("videos/../videos/a.mp4", "escapes"),  # no '..' at all, even one that would come back inside
+        ("/etc/passwd", "absolute"),
+        ("//etc/passwd", "absolute"),
+        ("C:/Windows/win.ini", "absolute"),
+        ("..\\x.mp4", "backslash"),
+        ("videos\\a.mp4", "backslash"),
+        ("videos/a.mp4\0.png", "NUL"),
+        ("", "empty"),
+        ("   ", "empty"),
+        (None, "not a string"),
+        (3, "not a string"),
+    ],
+)
 def test_data_paths_are_refused(tmp_path, value, problem):
     assert problem in _refused(tmp_path, value).problem
 
@@ -82,7 +89,9 @@ def test_an_id_used_as_a_file_name_resolves_under_its_folder(tmp_path):
 def test_paths_need_not_exist_and_come_back_real(tmp_path):
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "real")
-    assert safe_path(tmp_path / "link", "./videos/a.mp4", record="r") == (tmp_path / "real" / "videos" / "a.mp4").resolve()
+    assert (
+        safe_path(tmp_path / "link", "./videos/a.mp4", record="r") == (tmp_path / "real" / "videos" / "a.mp4").resolve()
+    )
 
 
 def _tree(tmp_path):
@@ -106,14 +115,23 @@ def test_symbolic_links_inside_the_root_are_followed(tmp_path):
     assert safe_path(root, "videos/file.mp4", record="r").read_bytes() == b"in"
 
 
-@pytest.mark.parametrize("make, value", [
-    (lambda root, out: (root / "videos" / "a.mp4").symlink_to(out / "a.mp4"), "videos/a.mp4"),  # file, absolute
-    (lambda root, out: (root / "videos" / "a.mp4").symlink_to("../../outside/a.mp4"), "videos/a.mp4"),  # relative
-    (lambda root, out: (root / "uav").symlink_to(out, target_is_directory=True), "uav/a.mp4"),  # folder on the way
-    (lambda root, out: (root / "uav").symlink_to(out, target_is_directory=True), "uav"),  # the folder itself
-    (lambda root, out: (root / "videos" / "gone.mp4").symlink_to(out / "missing.mp4"), "videos/gone.mp4"),  # dangling
-    (lambda root, out: (root / "videos" / "up").symlink_to("../..", target_is_directory=True), "videos/up/outside/a.mp4"),
-])
+@pytest.mark.parametrize(
+    "make, value",
+    [
+        (lambda root, out: (root / "videos" / "a.mp4").symlink_to(out / "a.mp4"), "videos/a.mp4"),  # file, absolute
+        (lambda root, out: (root / "videos" / "a.mp4").symlink_to("../../outside/a.mp4"), "videos/a.mp4"),  # relative
+        (lambda root, out: (root / "uav").symlink_to(out, target_is_directory=True), "uav/a.mp4"),  # folder on the way
+        (lambda root, out: (root / "uav").symlink_to(out, target_is_directory=True), "uav"),  # the folder itself
+        (
+            lambda root, out: (root / "videos" / "gone.mp4").symlink_to(out / "missing.mp4"),
+            "videos/gone.mp4",
+        ),  # dangling
+        (
+            lambda root, out: (root / "videos" / "up").symlink_to("../..", target_is_directory=True),
+            "videos/up/outside/a.mp4",
+        ),
+    ],
+)
 def test_symbolic_links_out_of_the_root_are_refused(tmp_path, make, value):
     root, outside = _tree(tmp_path)
     make(root, outside)
@@ -158,17 +176,23 @@ def test_a_json_file_that_is_not_utf8_is_a_named_data_error(tmp_path):
     with pytest.raises(DataError) as info:
         read_json(path)
     text = str(info.value)
-    assert "not UTF-8 text: byte 0xe9 at offset 18" in text and str(path) in text and "re-save the file as UTF-8" in text
+    assert (
+        "not UTF-8 text: byte 0xe9 at offset 18" in text and str(path) in text and "re-save the file as UTF-8" in text
+    )
 
 
 # ------------------------------------------------------------------------------ bounded JSON (issue 27)
 
-@pytest.mark.parametrize("text, value", [
-    ("[" * 100 + "]" * 100, None),  # exactly at the limit: read
-    ('["' + "[" * 500 + '"]', ["[" * 500]),  # brackets inside a string do not nest
-    ('{"a": "\\"[[[["}', {"a": '"[[[['}),  # nor after an escaped quote
-    ("9" * 308, int("9" * 308)),  # issue 36: the longest integer a float can still hold
-])
+
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("[" * 100 + "]" * 100, None),  # exactly at the limit: read
+        ('["' + "[" * 500 + '"]', ["[" * 500]),  # brackets inside a string do not nest
+        ('{"a": "\\"[[[["}', {"a": '"[[[['}),  # nor after an escaped quote
+        ("9" * 308, int("9" * 308)),  # issue 36: the longest integer a float can still hold
+    ],
+)
 def test_json_within_the_bounds_is_read(text, value):
     from lmms_eval_plugins.data import parse_json
 
@@ -176,11 +200,14 @@ def test_json_within_the_bounds_is_read(text, value):
     assert value is None or parsed == value
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("[" * 101 + "]" * 101, "JSON nested more than 100 levels deep"),
-    ('{"a":' * 100_000 + "1" + "}" * 100_000, "JSON nested more than 100 levels deep"),  # a RecursionError before
-    ("[" + "1" * 4301 + "]", "an integer of more than 4300 digits"),  # a bare ValueError before
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("[" * 101 + "]" * 101, "JSON nested more than 100 levels deep"),
+        ('{"a":' * 100_000 + "1" + "}" * 100_000, "JSON nested more than 100 levels deep"),  # a RecursionError before
+        ("[" + "1" * 4301 + "]", "an integer of more than 4300 digits"),  # a bare ValueError before
+    ],
+)
 def test_json_beyond_the_bounds_is_a_named_error_in_every_reader(tmp_path, text, problem):
     from lmms_eval_plugins.data import JsonLimitError, parse_json, read_json
     from lmms_eval_plugins.logged_samples import read_samples

@@ -19,9 +19,14 @@ pytestmark = pytest.mark.cli
 
 def _lmms_eval(*args: str, env: dict[str, str] | None = None) -> str:
     # outside the checkout: `python -m` puts the working directory first on sys.path
-    completed = subprocess.run([sys.executable, "-m", "lmms_eval", *args], capture_output=True, text=True,
-                               cwd=tempfile.gettempdir(),
-                               env={**os.environ, **OFFLINE_ENV, **(env or {})}, timeout=300)
+    completed = subprocess.run(
+        [sys.executable, "-m", "lmms_eval", *args],
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
+        env={**os.environ, **OFFLINE_ENV, **(env or {})},
+        timeout=300,
+    )
     return completed.stdout + completed.stderr
 
 

@@ -65,7 +65,9 @@ def test_a_known_bad_version_fails_with_its_fix_and_another_untested_one_is_a_no
     assert bad.status == "FAIL" and "4.3.1" in bad.detail and "filelock._api" in bad.detail
     assert bad.fix == "pip install 'filelock<4.3'"
     assert doctor.package_check("filelock", "5.0", "4.2.12", FILELOCK_BAD).status == "FAIL"
-    assert doctor.package_check("filelock", "4.2.12", "4.2.12", FILELOCK_BAD) == Check("filelock", "ok", "4.2.12 (tested)")
+    assert doctor.package_check("filelock", "4.2.12", "4.2.12", FILELOCK_BAD) == Check(
+        "filelock", "ok", "4.2.12 (tested)"
+    )
     older = doctor.package_check("filelock", "4.2.10", "4.2.12", FILELOCK_BAD)
     assert older.status == "note" and "untested" in older.detail and "4.2.12" in older.detail
     assert doctor.package_check("torch", "2.14.1", None, FILELOCK_BAD).status == "ok"  # nothing recorded to compare
@@ -80,14 +82,20 @@ def test_the_shipped_known_bad_list_fails_filelock_4_3():
 
 def test_compat_rows_one_ok_row_or_one_fail_per_missing_entry():
     def entry(name: str, ok: bool, problem: str | None = None) -> SimpleNamespace:
-        return SimpleNamespace(entry=SimpleNamespace(name=name, target=f"lmms_eval.x.{name}", without=f"{name} off"),
-                               ok=ok, problem=problem)
+        return SimpleNamespace(
+            entry=SimpleNamespace(name=name, target=f"lmms_eval.x.{name}", without=f"{name} off"),
+            ok=ok,
+            problem=problem,
+        )
 
     assert doctor.compat_checks([entry("a", True), entry("b", True)]) == [
-        Check("compatibility", "ok", "all 2 lmms-eval entries present")]
+        Check("compatibility", "ok", "all 2 lmms-eval entries present")
+    ]
     rows = doctor.compat_checks([entry("a", True), entry("b", False, "attribute missing")])
     assert [(r.name, r.status) for r in rows] == [("compat b", "FAIL")]
-    assert "lmms_eval.x.b: attribute missing" in rows[0].detail and "without it: b off" in rows[0].detail and rows[0].fix
+    assert (
+        "lmms_eval.x.b: attribute missing" in rows[0].detail and "without it: b off" in rows[0].detail and rows[0].fix
+    )
     broken = doctor.compat_checks(None, "ModuleNotFoundError: No module named 'filelock._api'")
     assert broken[0].status == "FAIL" and "filelock._api" in broken[0].detail
 
@@ -164,10 +172,14 @@ def test_exit_status_and_table():
         "long name  FAIL    broken",
         "                   fix: do this",
     ]
-    assert doctor.can_run([Check("x data", "ok", ""), Check("y data", "note", ""), Check("judge", "note", "")]) == \
-        "can run today: full data: x; sample tasks only: y; judged metrics: null (no working judge)"
+    assert (
+        doctor.can_run([Check("x data", "ok", ""), Check("y data", "note", ""), Check("judge", "note", "")])
+        == "can run today: full data: x; sample tasks only: y; judged metrics: null (no working judge)"
+    )
     assert doctor.can_run([Check("judge", "ok", "")]).endswith("judged metrics: yes")
-    assert doctor.can_run([Check("judge", "ok", ""), Check("judge answers", "FAIL", "")]).endswith("judged metrics: null (no working judge)")
+    assert doctor.can_run([Check("judge", "ok", ""), Check("judge answers", "FAIL", "")]).endswith(
+        "judged metrics: null (no working judge)"
+    )
 
 
 def test_fixes_for_a_failed_run_come_from_installed_versions_and_import_errors_in_the_log():
@@ -175,14 +187,19 @@ def test_fixes_for_a_failed_run_come_from_installed_versions_and_import_errors_i
     named = doctor.fixes_for_log(log, {"filelock": "4.2.12"}, FILELOCK_BAD)
     assert len(named) == 1 and "pip install 'filelock<4.3'" in named[0]
     assert doctor.fixes_for_log("", {"filelock": "4.3.1"}, FILELOCK_BAD)[0].startswith("filelock 4.3.1:")
-    assert doctor.fixes_for_log("ImportError: cannot import name 'x' from 'filelocker'", {"filelock": "4.2.12"},
-                                FILELOCK_BAD) == []
+    assert (
+        doctor.fixes_for_log(
+            "ImportError: cannot import name 'x' from 'filelocker'", {"filelock": "4.2.12"}, FILELOCK_BAD
+        )
+        == []
+    )
     assert doctor.fixes_for_log("all went well", {"filelock": None}, FILELOCK_BAD) == []
 
 
 def test_requested_tasks_need_full_data_unless_sample_and_a_judge_when_judged():
     rows, data, judge = doctor.requested_needs(
-        ["errorradar_step", "errorradar_sample", "crossvid_ccqa_sample", "crossvid_sample", "nosuch_task"])
+        ["errorradar_step", "errorradar_sample", "crossvid_ccqa_sample", "crossvid_sample", "nosuch_task"]
+    )
     assert [(r.name, r.status) for r in rows] == [("task nosuch_task", "FAIL")]
     assert data == {"errorradar": ["errorradar_step"]}
     assert judge == ["crossvid_ccqa_sample", "crossvid_sample"]  # the group holds the judged CCQA task
@@ -203,9 +220,9 @@ def test_data_is_found_in_the_data_root_or_in_the_hub_cache(tmp_path, monkeypatc
     (repo / "refs" / "main").write_text("abc123", encoding="utf-8")
     (repo / "snapshots" / "abc123").mkdir(parents=True)
     (repo / "snapshots" / "abc123" / "data.csv").write_text("x\n", encoding="utf-8")
-    cached, = doctor.gather_data(["errorradar"], hub_cache=str(tmp_path / "hub"))
+    (cached,) = doctor.gather_data(["errorradar"], hub_cache=str(tmp_path / "hub"))
     assert cached.hub_repo == "ErrorRadar/ErrorRadar" and Path(cached.hub_cached) == repo / "snapshots" / "abc123"
-    empty, = doctor.gather_data(["errorradar"], hub_cache=str(tmp_path / "empty"))
+    (empty,) = doctor.gather_data(["errorradar"], hub_cache=str(tmp_path / "empty"))
     assert empty.hub_cached is None
 
 
@@ -248,9 +265,14 @@ def test_tasks_that_need_missing_data_or_a_judge_make_main_fail(tmp_path, no_jud
     report = json.loads(capsys.readouterr().out)
     rows = {r["name"]: r for r in report["checks"]}
     assert report["exit_status"] == 1
-    assert rows["errorradar data"]["status"] == "FAIL" and "needed by errorradar_step" in rows["errorradar data"]["detail"]
+    assert (
+        rows["errorradar data"]["status"] == "FAIL" and "needed by errorradar_step" in rows["errorradar data"]["detail"]
+    )
     # a judged task without a judge runs with its judged metrics null: a note naming it, not a stop (issue 37)
-    assert rows["judge"]["status"] == "note" and "crossvid_ccqa_sample run, with their judged metrics null" in rows["judge"]["detail"]
+    assert (
+        rows["judge"]["status"] == "note"
+        and "crossvid_ccqa_sample run, with their judged metrics null" in rows["judge"]["detail"]
+    )
     assert rows["mmerror data"]["status"] == "note"
     capsys.readouterr()
     assert doctor.main(["--tasks", "crossvid_ccqa_sample", "--json"]) == 0  # nothing else is missing
@@ -282,27 +304,59 @@ def test_the_judge_probe_gets_an_answer_from_a_live_judge_and_the_cause_from_a_c
 
 
 def _doctor_env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in JUDGE_VARS and not k.startswith("LMMS_EVAL_PLUGINS_JUDGE") and k != "LMMS_EVAL_PLUGINS_DATA_ROOT"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in JUDGE_VARS and not k.startswith("LMMS_EVAL_PLUGINS_JUDGE") and k != "LMMS_EVAL_PLUGINS_DATA_ROOT"
+    }
     return {**env, "LMMS_EVAL_PLUGINS_CACHE": str(tmp_path / "cache"), "HF_HUB_CACHE": str(tmp_path / "hf")}
 
 
 def test_doctor_passes_in_this_venv(tmp_path):
     # its time is measured by bench/bench_doctor.py with the machine's load, not asserted here (issue 37)
-    done = subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", "doctor"], capture_output=True, text=True,
-                          env=_doctor_env(tmp_path), cwd=tmp_path, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "lmms_eval_plugins.cli", "doctor"],
+        capture_output=True,
+        text=True,
+        env=_doctor_env(tmp_path),
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     names = {line.split("  ")[0].strip() for line in done.stdout.splitlines()}
-    assert {"python", "lmms-eval", "filelock", "transformers", "torch", "decord", "openai", "compatibility",
-            "video decoder", "frame cache", "cuda", "errorradar data", "virectify data", "judge"} <= names
+    assert {
+        "python",
+        "lmms-eval",
+        "filelock",
+        "transformers",
+        "torch",
+        "decord",
+        "openai",
+        "compatibility",
+        "video decoder",
+        "frame cache",
+        "cuda",
+        "errorradar data",
+        "virectify data",
+        "judge",
+    } <= names
     assert "can run today: " in done.stdout and "doctor: the install works" in done.stdout
 
 
 def test_doctor_fails_on_filelock_4_3_and_names_the_fix(tmp_path):
     shadow = shadow_filelock(tmp_path / "shadow")
-    env = {**_doctor_env(tmp_path), "PYTHONPATH": os.pathsep.join(filter(None, [str(shadow), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", "doctor"], capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=120)
+    env = {
+        **_doctor_env(tmp_path),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(shadow), os.environ.get("PYTHONPATH")])),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "lmms_eval_plugins.cli", "doctor"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 1, done.stdout + done.stderr[-3000:]
     lines = done.stdout.splitlines()
     row = next(i for i, line in enumerate(lines) if line.startswith("filelock "))

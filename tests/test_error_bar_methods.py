@@ -27,13 +27,19 @@ HEADLINE = [m for m in (*CATE_TEMPLATE, *ERRORRADAR_CATE_3ROUNDS) if errorbars.h
 
 def _items(golds: list[str], preds: list[str | None], rounds: int) -> list[dict]:
     """ErrorRadar CATE items: record q asked ``rounds`` times, the same prediction each round."""
-    return [{"gold": g, "pred": p, "correct": p == g, "question_type": "t", "round": r, "question_id": f"q{q}"}
-            for r in range(rounds) for q, (g, p) in enumerate(zip(golds, preds))]
+    return [
+        {"gold": g, "pred": p, "correct": p == g, "question_type": "t", "round": r, "question_id": f"q{q}"}
+        for r in range(rounds)
+        for q, (g, p) in enumerate(zip(golds, preds))
+    ]
 
 
 records = st.integers(min_value=2, max_value=25).flatmap(
-    lambda n: st.tuples(st.lists(st.sampled_from(CATEGORIES), min_size=n, max_size=n),
-                        st.lists(st.sampled_from((*CATEGORIES, None)), min_size=n, max_size=n)))
+    lambda n: st.tuples(
+        st.lists(st.sampled_from(CATEGORIES), min_size=n, max_size=n),
+        st.lists(st.sampled_from((*CATEGORIES, None)), min_size=n, max_size=n),
+    )
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -46,8 +52,9 @@ def test_the_counts_give_the_aggregations_own_number(record, rounds):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.sampled_from(CATEGORIES), min_size=2, max_size=30), st.integers(min_value=1, max_value=3),
-       st.booleans())
+@given(
+    st.lists(st.sampled_from(CATEGORIES), min_size=2, max_size=30), st.integers(min_value=1, max_value=3), st.booleans()
+)
 def test_a_metric_at_its_bound_has_error_bar_zero(golds, rounds, right):
     # all right: every headline metric is 100; all unparseable: every one is 0. Either way no resample can
     # move it, so the standard error is 0 and the interval is the point (was: cate_f1_cal 100 ± 32.04)
@@ -70,7 +77,10 @@ def test_every_mean_metric_at_its_bound_has_error_bar_zero():
                 items = [{metric.item_score: score, spec.cluster_key or "id": f"u{i % 7}"} for i in range(21)]
                 (bar,) = errorbars.error_bars(spec, [(metric, None, items)], iterations=100)
                 bound = score * errorbars.SCALE[metric.unit]
-                assert bar is not None and (bar.stderr, bar.low, bar.high) == (0.0, bound, bound), (spec.name, metric.name)
+                assert bar is not None and (bar.stderr, bar.low, bar.high) == (0.0, bound, bound), (
+                    spec.name,
+                    metric.name,
+                )
 
 
 def test_where_no_resample_is_undefined_the_fast_route_is_the_generic_routes_number():
@@ -80,7 +90,9 @@ def test_where_no_resample_is_undefined_the_fast_route_is_the_generic_routes_num
     items = _items(golds, preds, 1)
     for metric in HEADLINE[:19]:
         clusters = errorbars.clusters_of(ERRORRADAR, items)
-        generic = stats.bootstrap_values(metric.aggregate, items, clusters=clusters, iterations=120, relabel="question_id")
+        generic = stats.bootstrap_values(
+            metric.aggregate, items, clusters=clusters, iterations=120, relabel="question_id"
+        )
         (bar,) = errorbars.error_bars(ERRORRADAR, [(metric, metric.aggregate, items)], iterations=120)
         if metric.sufficient is not None:
             (fast,) = stats.sufficient_resamples([(metric.sufficient, items)], clusters=clusters, iterations=120)
@@ -129,6 +141,7 @@ def test_every_headline_metric_says_how_its_error_bar_is_computed():
 
 # ------------------------------------------------------------------ MMErroR: ratios and a domain macro at once
 
+
 def _mmerror_items(draws: list[tuple[int, int, int, int, int]], epd: bool) -> list[dict]:
     """One question per draw (domain, gold, stage-1 reading, stage-2 / ETC reading, official agrees):
     EPD's two requests per question, or one ETC item (with three unasked E_NoError records)."""
@@ -137,25 +150,43 @@ def _mmerror_items(draws: list[tuple[int, int, int, int, int]], epd: bool) -> li
     golds = (*labels.ERROR_LABELS, labels.NO_ERROR_LABEL)
     out = []
     for q, (domain, gold, first, second, agree) in enumerate(draws):
-        base = {"question_id": f"q{q}", "domain": ("Math", "Physics", "", "Code")[domain], "subdomain": "s",
-                "label": golds[gold], "parse_error": "unreadable"}
+        base = {
+            "question_id": f"q{q}",
+            "domain": ("Math", "Physics", "", "Code")[domain],
+            "subdomain": "s",
+            "label": golds[gold],
+            "parse_error": "unreadable",
+        }
         if epd:
             decision = (labels.ABSENT, labels.PRESENT, None)[first]
             typed = (*labels.ERROR_LABELS, None)[second]
-            out.append({**base, "stage": labels.STAGE_PRESENCE, "pred": decision,
-                        "official_pred": decision if agree else None})
+            out.append(
+                {**base, "stage": labels.STAGE_PRESENCE, "pred": decision, "official_pred": decision if agree else None}
+            )
             out.append({**base, "stage": labels.STAGE_TYPE, "pred": typed, "official_pred": typed if agree else None})
         else:
             gold_etc = labels.ERROR_LABELS[gold % 4]
             pred = (*labels.ERROR_LABELS, None)[second]
-            out.append({**base, "label": gold_etc, "gold": gold_etc, "pred": pred, "correct": pred == gold_etc,
-                        "official_pred": pred if agree else None, "official_correct": agree and pred == gold_etc,
-                        labels.OFFICIAL_NOT_ASKED_FIELD: 3})
+            out.append(
+                {
+                    **base,
+                    "label": gold_etc,
+                    "gold": gold_etc,
+                    "pred": pred,
+                    "correct": pred == gold_etc,
+                    "official_pred": pred if agree else None,
+                    "official_correct": agree and pred == gold_etc,
+                    labels.OFFICIAL_NOT_ASKED_FIELD: 3,
+                }
+            )
     return out
 
 
-mm_draws = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4), st.integers(0, 2), st.integers(0, 4),
-                              st.integers(0, 1)), min_size=2, max_size=25)
+mm_draws = st.lists(
+    st.tuples(st.integers(0, 3), st.integers(0, 4), st.integers(0, 2), st.integers(0, 4), st.integers(0, 1)),
+    min_size=2,
+    max_size=25,
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -171,8 +202,11 @@ def test_mmerror_counts_give_the_aggregations_and_the_generic_routes_numbers(dra
     for metric in fast_metrics:
         expected = metric.aggregate(items)
         assert stats.sufficient_value(metric.sufficient, items) == (
-            None if expected is None else pytest.approx(expected, abs=1e-9)), metric.name
-        generic = stats.bootstrap_values(metric.aggregate, items, clusters=clusters, iterations=60, relabel="question_id")
+            None if expected is None else pytest.approx(expected, abs=1e-9)
+        ), metric.name
+        generic = stats.bootstrap_values(
+            metric.aggregate, items, clusters=clusters, iterations=60, relabel="question_id"
+        )
         (fast,) = stats.sufficient_resamples([(metric.sufficient, items)], clusters=clusters, iterations=60)
         generic = np.array([np.nan if v is None else v for v in generic], dtype=float)
         assert np.allclose(fast, generic, rtol=0, atol=1e-9, equal_nan=True), metric.name
@@ -182,8 +216,11 @@ RANDOM_RUN = Path(__file__).parent / "data" / "report_runs" / "random"  # a seed
 
 
 # ErrorRadar's counts correct the generic route where a resample lacks a class (issue 37): tested above
-@pytest.mark.parametrize("samples", sorted(p for p in RANDOM_RUN.glob("*_samples_*.jsonl") if "errorradar" not in p.name),
-                         ids=lambda p: p.name.split("_samples_")[1][:-6])
+@pytest.mark.parametrize(
+    "samples",
+    sorted(p for p in RANDOM_RUN.glob("*_samples_*.jsonl") if "errorradar" not in p.name),
+    ids=lambda p: p.name.split("_samples_")[1][:-6],
+)
 def test_every_fast_metric_of_a_stored_run_gives_the_generic_routes_numbers(samples):
     """Issue 40: each benchmark's counts (MMErroR's ratios and domain macro, CausalStep's chain means,
     ViRectify's judged accuracies...) give its aggregation's number and, resample by resample, the generic
@@ -200,28 +237,56 @@ def test_every_fast_metric_of_a_stored_run_gives_the_generic_routes_numbers(samp
             continue
         with errorbars.quiet():
             expected = metric.aggregate(items)
-            generic = stats.bootstrap_values(metric.aggregate, items, clusters=clusters, iterations=80,
-                                             relabel=spec.cluster_key if clusters is not None else None)
+            generic = stats.bootstrap_values(
+                metric.aggregate,
+                items,
+                clusters=clusters,
+                iterations=80,
+                relabel=spec.cluster_key if clusters is not None else None,
+            )
         value = stats.sufficient_value(metric.sufficient, items)
-        assert (value is None and (expected is None or expected != expected)) or value == pytest.approx(expected, abs=1e-9), metric.name
+        assert (value is None and (expected is None or expected != expected)) or value == pytest.approx(
+            expected, abs=1e-9
+        ), metric.name
         (fast,) = stats.sufficient_resamples([(metric.sufficient, items)], clusters=clusters, iterations=80)
         generic = np.array([np.nan if v is None else v for v in generic], dtype=float)
         assert np.allclose(fast, generic, rtol=0, atol=1e-9, equal_nan=True), (task, metric.name)
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(("error_identify", "rationale", None)), st.integers(0, 4)),
-                min_size=2, max_size=30))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.sampled_from(("error_identify", "rationale", None)), st.integers(0, 4)),
+        min_size=2,
+        max_size=30,
+    )
+)
 def test_virectify_judged_counts_give_the_generic_routes_numbers(draws):
     """Verdict 1 or 0, nothing to judge (skipped: counts 0), or a judge error (the metric is null)."""
     from lmms_eval_plugins.benchmarks.virectify.spec import BENCHMARK as VIRECTIFY
 
     def outcome(kind: int) -> dict:
-        return {"name": "semantic_match", "version": "1", "model": "m", "verdict": (1.0, 0.0, None, None)[kind],
-                "detail": {}, "error": "HTTP 500" if kind == 3 else None, "cached": False, "skipped": kind == 2}
+        return {
+            "name": "semantic_match",
+            "version": "1",
+            "model": "m",
+            "verdict": (1.0, 0.0, None, None)[kind],
+            "detail": {},
+            "error": "HTTP 500" if kind == 3 else None,
+            "cached": False,
+            "skipped": kind == 2,
+        }
 
-    items = [{"id": f"r{k}", "source_video": f"v{video}", "hint_kind": hint, "judge": outcome(kind),
-              "acc_r": (1.0, 0.0, 0.0, None)[kind]} for k, (kind, hint, video) in enumerate(draws)]
+    items = [
+        {
+            "id": f"r{k}",
+            "source_video": f"v{video}",
+            "hint_kind": hint,
+            "judge": outcome(kind),
+            "acc_r": (1.0, 0.0, 0.0, None)[kind],
+        }
+        for k, (kind, hint, video) in enumerate(draws)
+    ]
     clusters = errorbars.clusters_of(VIRECTIFY, items)
     assume(len(set(clusters)) >= 2)  # one video: no bootstrap at all
     for metric in VIRECTIFY.task_metrics("virectify_reflect").values():
@@ -229,7 +294,9 @@ def test_virectify_judged_counts_give_the_generic_routes_numbers(draws):
             continue
         with errorbars.quiet():
             expected = metric.aggregate(items)
-            generic = stats.bootstrap_values(metric.aggregate, items, clusters=clusters, iterations=60, relabel="source_video")
+            generic = stats.bootstrap_values(
+                metric.aggregate, items, clusters=clusters, iterations=60, relabel="source_video"
+            )
         value = stats.sufficient_value(metric.sufficient, items)
         assert value == (None if expected is None or expected != expected else pytest.approx(expected, abs=1e-9))
         (fast,) = stats.sufficient_resamples([(metric.sufficient, items)], clusters=clusters, iterations=60)

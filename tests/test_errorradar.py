@@ -25,10 +25,21 @@ er = load_task_utils("errorradar")
 def doc(gold_step=2, gold_category="CAL", n_steps=3, question_type="calculation", round_=0, qid="q", rounds=None):
     """A doc as process_docs builds it (its typed record's columns, then its round); ``rounds`` (the task's
     round count) defaults to 3 for a doc of round > 0."""
-    record = Record(question_id=qid, study_level="", question_type=question_type, content="Q?", answer="1",
-                    user_answer="2", user_answer_steps="Step 1: x.", n_steps=n_steps, gold_step=gold_step,
-                    gold_category=gold_category, content_image="", image_path="",
-                    n_rounds=rounds if rounds is not None else (3 if round_ else 1))
+    record = Record(
+        question_id=qid,
+        study_level="",
+        question_type=question_type,
+        content="Q?",
+        answer="1",
+        user_answer="2",
+        user_answer_steps="Step 1: x.",
+        n_steps=n_steps,
+        gold_step=gold_step,
+        gold_category=gold_category,
+        content_image="",
+        image_path="",
+        n_rounds=rounds if rounds is not None else (3 if round_ else 1),
+    )
     return {**record.columns(), "round": round_}
 
 
@@ -49,13 +60,14 @@ def run_cate(pairs):
 
 # ----------------------------------------------------------------------------------------- scoring
 
+
 def test_step_accuracy_counts_unparseable_as_wrong():
     pairs = [
-        (doc(gold_step=2), "Error Step: Step 2"),                      # right
+        (doc(gold_step=2), "Error Step: Step 2"),  # right
         (doc(gold_step=2), "<think>Step 1 looks fine</think>Error Step: Step 2"),  # right, think stripped
-        (doc(gold_step=1), "Error Step: Step 3"),                      # wrong
-        (doc(gold_step=3), "I am not sure."),                          # unparseable -> wrong, counted
-        (doc(gold_step=3, n_steps=3), "Error Step: Step 9"),          # out of range -> unparseable
+        (doc(gold_step=1), "Error Step: Step 3"),  # wrong
+        (doc(gold_step=3), "I am not sure."),  # unparseable -> wrong, counted
+        (doc(gold_step=3, n_steps=3), "Error Step: Step 9"),  # out of range -> unparseable
     ]
     metrics = run_step(pairs)
     assert metrics["step_acc"] == pytest.approx(100 * 2 / 5)
@@ -94,8 +106,10 @@ def test_category_macro_metrics_by_hand():
 
 def test_unparseable_category_hurts_recall_not_precision():
     # golds VIS VIS, preds VIS, (unparseable): VIS P = 1/1, R = 1/2, F1 = 2/3.
-    pairs = [(doc(gold_category="VIS"), "Error Category: Visual Perception Error"),
-             (doc(gold_category="VIS"), "Error Category: it could be visual or a calculation problem")]
+    pairs = [
+        (doc(gold_category="VIS"), "Error Category: Visual Perception Error"),
+        (doc(gold_category="VIS"), "Error Category: it could be visual or a calculation problem"),
+    ]
     m = run_cate(pairs)
     assert m["cate_parse_fail"] == 1
     assert m["cate_f1_vis"] == pytest.approx(100 * 2 / 3)
@@ -105,8 +119,11 @@ def test_unparseable_category_hurts_recall_not_precision():
 
 
 def test_breakdown_by_question_type_and_blank_type():
-    pairs = [(doc(question_type="a"), "Error Step: Step 2"), (doc(question_type="a"), "Error Step: Step 1"),
-             (doc(question_type=""), "Error Step: Step 2")]
+    pairs = [
+        (doc(question_type="a"), "Error Step: Step 2"),
+        (doc(question_type="a"), "Error Step: Step 1"),
+        (doc(question_type=""), "Error Step: Step 2"),
+    ]
     by_type = run_step(pairs)["step_acc_by_question_type"]
     assert by_type == {"(none)": 100.0, "a": 50.0}
 
@@ -125,9 +142,14 @@ def test_step_accuracy_by_question_type_over_three_rounds():
     # mean a = 200/3, b = 100/3; sample std of (100,100,0) and of (100,0,0) alike: sqrt((2*(100/3)^2 + (200/3)^2)/2)
     right, wrong = "Error Step: Step 2", "Error Step: Step 1"
     replies = {0: (right, right), 1: (right, wrong), 2: (wrong, wrong)}
-    pairs = [pair for r, (ra, rb) in replies.items()
-             for pair in ((doc(question_type="a", qid="1", round_=r, rounds=3), ra),
-                          (doc(question_type="b", qid="2", round_=r, rounds=3), rb))]
+    pairs = [
+        pair
+        for r, (ra, rb) in replies.items()
+        for pair in (
+            (doc(question_type="a", qid="1", round_=r, rounds=3), ra),
+            (doc(question_type="b", qid="2", round_=r, rounds=3), rb),
+        )
+    ]
     m = run_step(pairs)
     std = math.sqrt((2 * (100 / 3) ** 2 + (200 / 3) ** 2) / 2)  # 57.735
     assert m["step_acc_by_question_type"] == pytest.approx({"a": 200 / 3, "b": 100 / 3})
@@ -144,13 +166,29 @@ def test_per_class_precision_and_recall_by_hand():
     # KNOW: never predicted, gold 1   -> P 0 (never predicted), R 0, F1 0
     # MIS : no gold, never predicted  -> 0, 0, 0
     # macro P = (100 + 100/3) / 5 = 26.67; macro R = (50 + 50) / 5 = 20; macro F1 = (200/3 + 40) / 5 = 21.33
-    cat = {"VIS": "Visual Perception Error", "CAL": "Calculation Error", "REAS": "Reasoning Error", "KNOW": "Knowledge Error"}
+    cat = {
+        "VIS": "Visual Perception Error",
+        "CAL": "Calculation Error",
+        "REAS": "Reasoning Error",
+        "KNOW": "Knowledge Error",
+    }
     golds = ["VIS", "VIS", "CAL", "CAL", "REAS", "KNOW"]
-    replies = [f"Error Category: {cat['VIS']}", f"Error Category: {cat['CAL']}", f"Error Category: {cat['CAL']}",
-               "Error Category: I cannot tell", f"Error Category: {cat['CAL']}", f"Error Category: {cat['REAS']}"]
+    replies = [
+        f"Error Category: {cat['VIS']}",
+        f"Error Category: {cat['CAL']}",
+        f"Error Category: {cat['CAL']}",
+        "Error Category: I cannot tell",
+        f"Error Category: {cat['CAL']}",
+        f"Error Category: {cat['REAS']}",
+    ]
     m = run_cate([(doc(gold_category=g), r) for g, r in zip(golds, replies)])
-    expected = {"vis": (100.0, 50.0, 200 / 3), "cal": (100 / 3, 50.0, 40.0), "reas": (0.0, 0.0, 0.0),
-                "know": (0.0, 0.0, 0.0), "mis": (0.0, 0.0, 0.0)}
+    expected = {
+        "vis": (100.0, 50.0, 200 / 3),
+        "cal": (100 / 3, 50.0, 40.0),
+        "reas": (0.0, 0.0, 0.0),
+        "know": (0.0, 0.0, 0.0),
+        "mis": (0.0, 0.0, 0.0),
+    }
     for c, (p, r, f1) in expected.items():
         assert (m[f"cate_precision_{c}"], m[f"cate_recall_{c}"], m[f"cate_f1_{c}"]) == pytest.approx((p, r, f1)), c
     assert m["cate_macro_precision"] == pytest.approx((100 + 100 / 3) / 5)
@@ -158,7 +196,8 @@ def test_per_class_precision_and_recall_by_hand():
     assert m["cate_macro_f1"] == pytest.approx((200 / 3 + 40) / 5)
     assert m["cate_acc"] == pytest.approx(100 * 2 / 6) and m["cate_parse_fail"] == 1
     assert m["cate_pred_distribution"] == pytest.approx(
-        {"VIS": 100 / 6, "CAL": 50.0, "REAS": 100 / 6, "KNOW": 0.0, "MIS": 0.0, "unparseable": 100 / 6})
+        {"VIS": 100 / 6, "CAL": 50.0, "REAS": 100 / 6, "KNOW": 0.0, "MIS": 0.0, "unparseable": 100 / 6}
+    )
     assert m["cate_confusion"]["CAL"] == {"VIS": 0, "CAL": 1, "REAS": 0, "KNOW": 0, "MIS": 0, "unparseable": 1}
     # a single-round task reports no spread over rounds at all (not an empty list)
     assert not [name for name in m if name.endswith("_std")]
@@ -172,17 +211,29 @@ def test_category_three_rounds_mean_and_std_of_every_number():
     # means: VIS P = R = F1 = 100/3; CAL P = 50, R = 200/3, F1 = (100 + 200/3) / 3 = 500/9
     # sample std (n-1): of (100,0,0) and (100,100,0): sqrt(((200/3)^2 + 2*(100/3)^2)/2) = 57.74; of (100,50,0): 50
     #   of (100, 200/3, 0): sqrt(((100-500/9)^2 + (200/3-500/9)^2 + (500/9)^2)/2)
-    rounds = {0: ("Visual Perception Error", "Calculation Error"), 1: ("Calculation Error", "Calculation Error"),
-              2: ("no idea", "Visual Perception Error")}
-    pairs = [pair for r, (ra, rb) in rounds.items()
-             for pair in ((doc(gold_category="VIS", question_type="t1", qid="a", round_=r, rounds=3), f"Error Category: {ra}"),
-                          (doc(gold_category="CAL", question_type="t2", qid="b", round_=r, rounds=3), f"Error Category: {rb}"))]
+    rounds = {
+        0: ("Visual Perception Error", "Calculation Error"),
+        1: ("Calculation Error", "Calculation Error"),
+        2: ("no idea", "Visual Perception Error"),
+    }
+    pairs = [
+        pair
+        for r, (ra, rb) in rounds.items()
+        for pair in (
+            (doc(gold_category="VIS", question_type="t1", qid="a", round_=r, rounds=3), f"Error Category: {ra}"),
+            (doc(gold_category="CAL", question_type="t2", qid="b", round_=r, rounds=3), f"Error Category: {rb}"),
+        )
+    ]
     m = run_cate(pairs)
     s57 = math.sqrt(((200 / 3) ** 2 + 2 * (100 / 3) ** 2) / 2)
     cal_f1_std = math.sqrt(((100 - 500 / 9) ** 2 + (200 / 3 - 500 / 9) ** 2 + (500 / 9) ** 2) / 2)
     expected = {
-        "cate_precision_vis": (100 / 3, s57), "cate_recall_vis": (100 / 3, s57), "cate_f1_vis": (100 / 3, s57),
-        "cate_precision_cal": (50.0, 50.0), "cate_recall_cal": (200 / 3, s57), "cate_f1_cal": (500 / 9, cal_f1_std),
+        "cate_precision_vis": (100 / 3, s57),
+        "cate_recall_vis": (100 / 3, s57),
+        "cate_f1_vis": (100 / 3, s57),
+        "cate_precision_cal": (50.0, 50.0),
+        "cate_recall_cal": (200 / 3, s57),
+        "cate_f1_cal": (500 / 9, cal_f1_std),
         "cate_acc": (50.0, 50.0),
         # macro P per round: 40, 10, 0 -> 50/3; macro R: 40, 20, 0 -> 20; macro F1: 40, 40/3, 0 -> 160/9
         "cate_macro_precision": (50 / 3, math.sqrt(((40 - 50 / 3) ** 2 + (10 - 50 / 3) ** 2 + (50 / 3) ** 2) / 2)),
@@ -197,21 +248,33 @@ def test_category_three_rounds_mean_and_std_of_every_number():
     assert m["cate_parse_fail"] == 1  # a count: the total over the rounds
     # per-key means: predictions per round VIS (50, 0, 50), CAL (50, 100, 0), unparseable (0, 0, 50)
     assert m["cate_pred_distribution"] == pytest.approx(
-        {"VIS": 100 / 3, "CAL": 50.0, "REAS": 0.0, "KNOW": 0.0, "MIS": 0.0, "unparseable": 50 / 3})
+        {"VIS": 100 / 3, "CAL": 50.0, "REAS": 0.0, "KNOW": 0.0, "MIS": 0.0, "unparseable": 50 / 3}
+    )
     assert m["cate_pred_distribution_std"]["VIS"] == pytest.approx(math.sqrt(((50 / 3) ** 2 * 2 + (100 / 3) ** 2) / 2))
     assert m["cate_pred_distribution_std"]["CAL"] == pytest.approx(50.0)
     # confusion: mean count per cell over rounds; VIS row (1,0,0) VIS, (0,1,0) CAL, (0,0,1) unparseable
-    assert m["cate_confusion"]["VIS"] == pytest.approx({"VIS": 1 / 3, "CAL": 1 / 3, "REAS": 0, "KNOW": 0, "MIS": 0, "unparseable": 1 / 3})
-    assert m["cate_confusion"]["CAL"]["CAL"] == pytest.approx(2 / 3) and m["cate_confusion"]["CAL"]["VIS"] == pytest.approx(1 / 3)
+    assert m["cate_confusion"]["VIS"] == pytest.approx(
+        {"VIS": 1 / 3, "CAL": 1 / 3, "REAS": 0, "KNOW": 0, "MIS": 0, "unparseable": 1 / 3}
+    )
+    assert m["cate_confusion"]["CAL"]["CAL"] == pytest.approx(2 / 3) and m["cate_confusion"]["CAL"][
+        "VIS"
+    ] == pytest.approx(1 / 3)
     assert m["cate_confusion_std"]["CAL"]["CAL"] == pytest.approx(math.sqrt(((1 / 3) ** 2 * 2 + (2 / 3) ** 2) / 2))
     # by type: t1 right (1,0,0) -> 100/3; t2 right (1,1,0) -> 200/3
     assert m["cate_acc_by_question_type"] == pytest.approx({"t1": 100 / 3, "t2": 200 / 3})
     assert m["cate_acc_by_question_type_std"] == pytest.approx({"t1": s57, "t2": s57})
 
 
-@pytest.mark.parametrize("task, kind", [("errorradar_step", "step"), ("errorradar_step_3rounds", "step"),
-                                        ("errorradar_cate", "cate"), ("errorradar_cate_3rounds", "cate"),
-                                        ("errorradar_cate_sample", "cate")])
+@pytest.mark.parametrize(
+    "task, kind",
+    [
+        ("errorradar_step", "step"),
+        ("errorradar_step_3rounds", "step"),
+        ("errorradar_cate", "cate"),
+        ("errorradar_cate_3rounds", "cate"),
+        ("errorradar_cate_sample", "cate"),
+    ],
+)
 def test_process_results_fills_exactly_its_tasks_metric_list(task, kind):
     # lmms-eval prints a metric process_results fills but the YAML does not list as an empty list: none may be left over
     listed = set(get_benchmark("errorradar").task_metrics(task)) - {"skipped", "skipped_by_reason"}
@@ -237,7 +300,8 @@ def test_docs_hold_no_json_text_and_read_back_as_typed_records():
         records = [er.record_of(d) for d in dataset]
         assert all(isinstance(r, Record) for r in records)
         assert [dataclasses.replace(r, round=0) for r in records] == [
-            Record.of(loaded[d["question_id"]], n_rounds=3) for d in dataset]
+            Record.of(loaded[d["question_id"]], n_rounds=3) for d in dataset
+        ]
         assert sorted({r.round for r in records}) == [0, 1, 2]
     # the hooks read the doc through the record: a doc missing a field is a named error, not a KeyError
     with pytest.raises(DataError, match="lacks the field.*gold_step"):
@@ -264,14 +328,23 @@ def test_new_metrics_get_error_bars_and_breakdowns_none():
     assert not [n for n in bars if n.endswith("_std") or metrics[n].unit == "dict"]
     # the bootstrap runs the metric's own aggregation on resampled records (clusters: question_id)
     golds = ["VIS", "CAL", "REAS", "KNOW", "MIS"] * 2
-    per_doc = [er.process_results_cate(doc(gold_category=g, qid=str(i), round_=r, rounds=3),
-                                       ["Error Category: Calculation Error"])
-               for r in range(3) for i, g in enumerate(golds)]
+    per_doc = [
+        er.process_results_cate(
+            doc(gold_category=g, qid=str(i), round_=r, rounds=3), ["Error Category: Calculation Error"]
+        )
+        for r in range(3)
+        for i, g in enumerate(golds)
+    ]
     for name in ("cate_precision_cal", "cate_recall_cal", "cate_acc"):
         items = [x[name] for x in per_doc]
         se = errorbars.metric_stderr(spec, metrics[name], getattr(er, f"agg_{name}"), items, iterations=50)
         assert isinstance(se, float) and se >= 0.0, name
-    assert errorbars.metric_stderr(spec, metrics["cate_confusion"], er.agg_cate_confusion, [x["cate_confusion"] for x in per_doc]) is None
+    assert (
+        errorbars.metric_stderr(
+            spec, metrics["cate_confusion"], er.agg_cate_confusion, [x["cate_confusion"] for x in per_doc]
+        )
+        is None
+    )
 
 
 # ------------------------------------------------------------------ paper Tables 4 (R), 5 (P), 6 (F1)
@@ -284,20 +357,40 @@ PAPER_ROWS = {
     "Phi-3-vision": ([0.09, 0.99, 0.06, 0.03, 0.04], [0.40, 0.40, 0.65, 0.26, 0.22], [0.15, 0.57, 0.12, 0.05, 0.06]),
     "Yi-VL-6B": ([0.09, 0.77, 0.04, 0.14, 0.00], [0.23, 0.37, 0.43, 0.05, 0.00], [0.13, 0.50, 0.08, 0.08, 0.00]),
     "DeepSeek-VL-7B": ([0.04, 0.90, 0.00, 0.28, 0.06], [0.16, 0.41, 0.44, 0.10, 0.11], [0.07, 0.57, 0.00, 0.15, 0.08]),
-    "LLaVA-v1.6-Vicuna-7B": ([0.40, 0.14, 0.08, 0.00, 0.55], [0.21, 0.42, 0.45, 0.00, 0.05], [0.28, 0.22, 0.14, 0.00, 0.09]),
+    "LLaVA-v1.6-Vicuna-7B": (
+        [0.40, 0.14, 0.08, 0.00, 0.55],
+        [0.21, 0.42, 0.45, 0.00, 0.05],
+        [0.28, 0.22, 0.14, 0.00, 0.09],
+    ),
     "InternVL2-8B": ([0.12, 0.99, 0.13, 0.10, 0.02], [0.62, 0.41, 0.61, 0.33, 0.33], [0.20, 0.59, 0.22, 0.16, 0.04]),
-    "MiniCPM-LLaMA3-V2.5-8B": ([0.04, 1.00, 0.02, 0.02, 0.00], [0.61, 0.37, 0.51, 0.15, 0.00], [0.07, 0.54, 0.04, 0.04, 0.00]),
+    "MiniCPM-LLaMA3-V2.5-8B": (
+        [0.04, 1.00, 0.02, 0.02, 0.00],
+        [0.61, 0.37, 0.51, 0.15, 0.00],
+        [0.07, 0.54, 0.04, 0.04, 0.00],
+    ),
     "MiniCPM-V2.6-8B": ([0.11, 0.87, 0.12, 0.10, 0.17], [0.54, 0.42, 0.55, 0.08, 0.13], [0.18, 0.56, 0.19, 0.08, 0.15]),
     "Qwen-VL-9B": ([0.08, 0.99, 0.03, 0.00, 0.00], [0.39, 0.39, 0.36, 0.00, 0.25], [0.14, 0.56, 0.06, 0.00, 0.01]),
     "GLM-4v": ([0.02, 0.92, 0.25, 0.00, 0.00], [0.76, 0.41, 0.52, 0.00, 0.00], [0.04, 0.57, 0.34, 0.00, 0.00]),
-    "LLaVA-v1.6-Vicuna-13B": ([0.00, 0.74, 0.53, 0.00, 0.02], [0.00, 0.48, 0.47, 0.00, 0.37], [0.00, 0.58, 0.50, 0.00, 0.04]),
-    "CogVLM2-LLaMA3-19B": ([0.43, 0.33, 0.00, 0.13, 0.00], [0.13, 0.39, 0.26, 0.04, 0.00], [0.21, 0.36, 0.01, 0.06, 0.00]),
+    "LLaVA-v1.6-Vicuna-13B": (
+        [0.00, 0.74, 0.53, 0.00, 0.02],
+        [0.00, 0.48, 0.47, 0.00, 0.37],
+        [0.00, 0.58, 0.50, 0.00, 0.04],
+    ),
+    "CogVLM2-LLaMA3-19B": (
+        [0.43, 0.33, 0.00, 0.13, 0.00],
+        [0.13, 0.39, 0.26, 0.04, 0.00],
+        [0.21, 0.36, 0.01, 0.06, 0.00],
+    ),
     "InternVL2-26B": ([0.39, 0.84, 0.35, 0.00, 0.10], [0.53, 0.48, 0.57, 0.33, 0.44], [0.45, 0.61, 0.44, 0.01, 0.17]),
     "LLaVA-NEXT-72B": ([0.07, 0.85, 0.31, 0.07, 0.00], [0.66, 0.42, 0.51, 0.45, 0.08], [0.12, 0.57, 0.39, 0.12, 0.01]),
     "InternVL2-76B": ([0.33, 0.92, 0.25, 0.10, 0.08], [0.55, 0.45, 0.66, 0.56, 0.52], [0.41, 0.60, 0.36, 0.18, 0.14]),
     "Qwen-VL-Max": ([0.15, 0.78, 0.50, 0.14, 0.36], [0.81, 0.53, 0.57, 0.36, 0.24], [0.25, 0.20, 0.53, 0.25, 0.29]),
     "Claude-3-Haiku": ([0.10, 0.77, 0.46, 0.04, 0.01], [0.60, 0.45, 0.52, 0.16, 0.40], [0.17, 0.57, 0.49, 0.06, 0.03]),
-    "Claude-3.5-Sonnet": ([0.35, 0.48, 0.64, 0.21, 0.11], [0.61, 0.56, 0.52, 0.13, 0.46], [0.45, 0.51, 0.58, 0.16, 0.18]),
+    "Claude-3.5-Sonnet": (
+        [0.35, 0.48, 0.64, 0.21, 0.11],
+        [0.61, 0.56, 0.52, 0.13, 0.46],
+        [0.45, 0.51, 0.58, 0.16, 0.18],
+    ),
     "Gemini-Pro-1.5": ([0.43, 0.55, 0.63, 0.18, 0.13], [0.73, 0.56, 0.55, 0.41, 0.37], [0.54, 0.56, 0.58, 0.25, 0.19]),
     "GPT-4o-mini": ([0.09, 0.46, 0.62, 0.31, 0.13], [0.90, 0.54, 0.51, 0.08, 0.27], [0.16, 0.50, 0.56, 0.13, 0.17]),
     "GPT-4o": ([0.46, 0.50, 0.64, 0.09, 0.46], [0.80, 0.61, 0.55, 0.44, 0.17], [0.58, 0.55, 0.59, 0.15, 0.25]),
@@ -334,6 +427,7 @@ def test_qwen_vl_max_cal_is_the_papers_known_outlier():
 
 # ----------------------------------------------------------------------------------------- records
 
+
 def _write_csv(folder: Path, rows: list[dict[str, str]]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / er.CSV_NAME
@@ -345,10 +439,18 @@ def _write_csv(folder: Path, rows: list[dict[str, str]]) -> Path:
 
 
 def _row(**overrides):
-    row = {"question_id": "a" * 32, "content_image": "", "study_level": "G1", "question_type": "t",
-           "content": "What is {x}?", "answer": "['7']", "user_answer": "8",
-           "user_answer_steps": "Step 1: read.\nStep 2: 3+4=8.", "error_step": "Step 2",
-           "error_category": "Calculation Error"}
+    row = {
+        "question_id": "a" * 32,
+        "content_image": "",
+        "study_level": "G1",
+        "question_type": "t",
+        "content": "What is {x}?",
+        "answer": "['7']",
+        "user_answer": "8",
+        "user_answer_steps": "Step 1: read.\nStep 2: 3+4=8.",
+        "error_step": "Step 2",
+        "error_category": "Calculation Error",
+    }
     return {**row, **overrides}
 
 
@@ -358,10 +460,13 @@ def test_normalize_record_reads_the_real_schema(tmp_path):
     assert record["answer"] == "7"
 
 
-@pytest.mark.parametrize("override, message", [
-    ({"error_step": "second"}, "Step N"),
-    ({"error_category": "Typo Error"}, "matches none"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ({"error_step": "second"}, "Step N"),
+        ({"error_category": "Typo Error"}, "matches none"),
+    ],
+)
 def test_malformed_records_name_record_and_file(tmp_path, override, message):
     with pytest.raises(DataError) as info:
         er.normalize_record(_row(**override), line=5, path=tmp_path / "x.csv")
@@ -371,7 +476,9 @@ def test_malformed_records_name_record_and_file(tmp_path, override, message):
 def test_missing_image_is_an_error_naming_the_record(tmp_path, monkeypatch):
     monkeypatch.delenv("LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA", raising=False)
     _write_csv(tmp_path / "errorradar", [_row()])
-    source = er.resolve_source("errorradar", "sample", sample_dir=tmp_path / "errorradar", hub_repo=None, local_layout="")
+    source = er.resolve_source(
+        "errorradar", "sample", sample_dir=tmp_path / "errorradar", hub_repo=None, local_layout=""
+    )
     with pytest.raises(MediaError) as info:
         er.load_records(source)
     assert "a" * 32 in str(info.value) and "images" in str(info.value)
@@ -418,7 +525,9 @@ def test_sample_data_covers_every_category():
 
 def test_duplicate_question_ids_are_a_data_error_naming_both_lines(tmp_path):
     _write_csv(tmp_path / "errorradar", [_row(), _row()])  # two rows, one question_id
-    source = er.resolve_source("errorradar", "sample", sample_dir=tmp_path / "errorradar", hub_repo=None, local_layout="")
+    source = er.resolve_source(
+        "errorradar", "sample", sample_dir=tmp_path / "errorradar", hub_repo=None, local_layout=""
+    )
     with pytest.raises(DataError) as info:
         er.load_records(source)
     message = str(info.value)
@@ -427,6 +536,7 @@ def test_duplicate_question_ids_are_a_data_error_naming_both_lines(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------- report
+
 
 def test_report_shows_per_class_precision_recall_f1_with_their_spread(tmp_path):
     from lmms_eval_plugins import report
@@ -438,20 +548,39 @@ def test_report_shows_per_class_precision_recall_f1_with_their_spread(tmp_path):
             metrics[f"cate_{kind}_{c}_std,none"] = 0.5
     folder = tmp_path / "run"
     folder.mkdir()
-    (folder / "20250101_000000_results.json").write_text(json.dumps(
-        {"results": {"errorradar_cate_3rounds": {"alias": "x", **metrics}}, "config": {"model": "m", "model_args": ""}}))
+    (folder / "20250101_000000_results.json").write_text(
+        json.dumps(
+            {
+                "results": {"errorradar_cate_3rounds": {"alias": "x", **metrics}},
+                "config": {"model": "m", "model_args": ""},
+            }
+        )
+    )
     out = tmp_path / "report"
     assert report.main([str(folder), "-o", str(out), "--no-plots"]) == 0
     md = (out / "report.md").read_text(encoding="utf-8")
-    table = md[md.index("<!-- table: errorradar-per-class-m -->"):]
-    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
-            for line in table.splitlines()[:12] if line.startswith("| ") and line.split("|")[1].strip() in er.CATEGORIES}
+    table = md[md.index("<!-- table: errorradar-per-class-m -->") :]
+    rows = {
+        line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+        for line in table.splitlines()[:12]
+        if line.startswith("| ") and line.split("|")[1].strip() in er.CATEGORIES
+    }
     assert rows["VIS"] == ["0.00 ± 0.50", "1.00 ± 0.50", "2.00 ± 0.50"]
     assert rows["MIS"] == ["40.00 ± 0.50", "41.00 ± 0.50", "42.00 ± 0.50"]
-    recall_precision = md[md.index("<!-- table: errorradar-recall-precision -->"):]
+    recall_precision = md[md.index("<!-- table: errorradar-recall-precision -->") :]
     row = next(line for line in recall_precision.splitlines() if line.startswith("| m |"))
-    assert row.split("|")[2:12] == [" 1.00 ± 0.50 ", " 11.00 ± 0.50 ", " 21.00 ± 0.50 ", " 31.00 ± 0.50 ", " 41.00 ± 0.50 ",
-                                    " 0.00 ± 0.50 ", " 10.00 ± 0.50 ", " 20.00 ± 0.50 ", " 30.00 ± 0.50 ", " 40.00 ± 0.50 "]
+    assert row.split("|")[2:12] == [
+        " 1.00 ± 0.50 ",
+        " 11.00 ± 0.50 ",
+        " 21.00 ± 0.50 ",
+        " 31.00 ± 0.50 ",
+        " 41.00 ± 0.50 ",
+        " 0.00 ± 0.50 ",
+        " 10.00 ± 0.50 ",
+        " 20.00 ± 0.50 ",
+        " 30.00 ± 0.50 ",
+        " 40.00 ± 0.50 ",
+    ]
 
 
 def test_readme_lists_every_metric_of_every_task_and_names_the_headline():

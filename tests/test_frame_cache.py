@@ -34,8 +34,14 @@ def video(tmp_path_factory) -> Path:
 
 def same(a: SampledFrames, b: SampledFrames) -> None:
     """Every field equal, and every frame the same mode, size and bytes."""
-    assert (a.timestamps, a.indices, a.path, a.fps, a.frame_numbers, a.source_size) == \
-           (b.timestamps, b.indices, b.path, b.fps, b.frame_numbers, b.source_size)
+    assert (a.timestamps, a.indices, a.path, a.fps, a.frame_numbers, a.source_size) == (
+        b.timestamps,
+        b.indices,
+        b.path,
+        b.fps,
+        b.frame_numbers,
+        b.source_size,
+    )
     assert [(f.mode, f.size) for f in a.frames] == [(f.mode, f.size) for f in b.frames]
     for x, y in zip(a.frames, b.frames):
         assert np.array_equal(np.asarray(x), np.asarray(y))
@@ -145,8 +151,11 @@ def damage_delete(path: Path) -> None:
     path.unlink()
 
 
-@pytest.mark.parametrize("damage", [damage_truncate, damage_flip_payload, damage_flip_header, damage_garbage,
-                                    damage_delete], ids=lambda f: f.__name__.removeprefix("damage_"))
+@pytest.mark.parametrize(
+    "damage",
+    [damage_truncate, damage_flip_payload, damage_flip_header, damage_garbage, damage_delete],
+    ids=lambda f: f.__name__.removeprefix("damage_"),
+)
 def test_a_damaged_entry_is_detected_and_rebuilt_never_used(video, cache_dir, monkeypatch, damage):
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_FRAME_CACHE", "off")
     fresh = sample_video(video, 6, max_long_side=80)
@@ -254,6 +263,7 @@ def test_the_command_line_shows_and_clears_the_cache(video, cache_dir, capsys):
 
 # ----------------------------------------------------------------------------------------------- processes
 
+
 def _sample_in_child(folder: str, videos: list[str], barrier, queue) -> None:
     os.environ["LMMS_EVAL_PLUGINS_FRAME_CACHE"] = folder
     from lmms_eval_plugins import frame_cache as fc
@@ -272,8 +282,9 @@ def _sample_in_child(folder: str, videos: list[str], barrier, queue) -> None:
 def test_processes_sharing_one_cache_write_the_same_entries_safely(tmp_path, monkeypatch):
     videos = [str(make_video(tmp_path / f"v{k}.mp4", seconds=4, width=160, height=120, seed=k)) for k in range(3)]
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_FRAME_CACHE", "off")
-    expected = [[np.asarray(f).tobytes() for f in sample_video(p, k, max_long_side=90).frames]
-                for p in videos for k in (3, 7)] * 2
+    expected = [
+        [np.asarray(f).tobytes() for f in sample_video(p, k, max_long_side=90).frames] for p in videos for k in (3, 7)
+    ] * 2
     folder = str(tmp_path / "shared")
     ctx = multiprocessing.get_context("spawn")
     barrier, queue = ctx.Barrier(3), ctx.Queue()

@@ -61,8 +61,9 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "think_unclosed": lambda n: _fill("<think>", n),
     # thousands of openings and closings, of names that do not pair ("<think>" ... "</thinking>")
     "think_mixed": lambda n: _fill("<think>a</thinking><thinking>b</think></think><think>", n) + "B",
-    "delimiters_and_tags": lambda n: _fill("<<<BEGIN PREDICTED_ANSWER>>> <<<END <error_identify><error_graph>"
-                                           "<timestamps><rationale><answer><score>", n),
+    "delimiters_and_tags": lambda n: _fill(
+        "<<<BEGIN PREDICTED_ANSWER>>> <<<END <error_identify><error_graph><timestamps><rationale><answer><score>", n
+    ),
     "labels": lambda n: _fill("Answer: Final answer:\nError Step: Step Error Category: ", n),
     "step_dict": lambda n: "<error_identify>{" + _fill("'step1': ['", n),
     "digits": lambda n: "9" * n,
@@ -78,39 +79,102 @@ SHAPES: dict[str, Callable[[int], str]] = {
 
 _OPTIONS = ["A. The man walks away", "B. The wave hits", "C. A dog barks", "D. Nothing happens"]
 # Whole docs, as the loaders write them (each benchmark reads a doc through its typed record).
-_MM_DOC = {"question_id": "q", "question": "Q?", "correct_answer": "", "error_reason": "", "label": mm.LABELS["B"],
-           "label_raw": "B", "domain": "d", "subdomain": "s", "json_path": "", "image_path": ""}
-_ER_DOC = {"question_id": "q", "study_level": "", "question_type": "t", "content": "", "answer": "", "user_answer": "",
-           "user_answer_steps": "", "n_steps": 10, "gold_step": 2, "gold_category": "CAL", "content_image": "",
-           "image_path": "", "round": 0}
+_MM_DOC = {
+    "question_id": "q",
+    "question": "Q?",
+    "correct_answer": "",
+    "error_reason": "",
+    "label": mm.LABELS["B"],
+    "label_raw": "B",
+    "domain": "d",
+    "subdomain": "s",
+    "json_path": "",
+    "image_path": "",
+}
+_ER_DOC = {
+    "question_id": "q",
+    "study_level": "",
+    "question_type": "t",
+    "content": "",
+    "answer": "",
+    "user_answer": "",
+    "user_answer_steps": "",
+    "n_steps": 10,
+    "gold_step": 2,
+    "gold_category": "CAL",
+    "content_image": "",
+    "image_path": "",
+    "round": 0,
+}
 _CV_DOCS = {
-    "BU": {"id": "1", "task": "BU", "gold": {"letters": ["A", "C"], "exact": "AC"}, "letters": "ABCD",
-           "options": _OPTIONS, "media": []},
+    "BU": {
+        "id": "1",
+        "task": "BU",
+        "gold": {"letters": ["A", "C"], "exact": "AC"},
+        "letters": "ABCD",
+        "options": _OPTIONS,
+        "media": [],
+    },
     "PSS": {"id": "2", "task": "PSS", "gold": {"order": [1, 2, 3, 4], "exact": "1->2->3->4"}, "media": [{}] * 4},
     "FSA": {"id": "3", "task": "FSA", "gold": {"interval": [1.0, 2.0]}, "media": []},
-    "CC": {"id": "4", "task": "CC", "gold": {"letter": "B", "exact": "B"}, "letters": "ABCD", "options": _OPTIONS,
-           "media": []},
+    "CC": {
+        "id": "4",
+        "task": "CC",
+        "gold": {"letter": "B", "exact": "B"},
+        "letters": "ABCD",
+        "options": _OPTIONS,
+        "media": [],
+    },
 }
-_CS_DOC = {cs.ID_FIELD: "v/S1/d", "video_id": "v", "category": "c", "video_path": "", "n_segments": 3, "segment": 1,
-           "kind": "desc", "shown": [{"index": 1, "start": 0.0, "end": 1.0}], "question": "Q?",
-           "options": [o[3:] for o in _OPTIONS], "gold": "B", "prev_question": "", "prev_answer": "", "restart": "next",
-           "num_frames": 8, "max_long_side": 0}
-_VR_DOC = {"id": "d", "video_path": "v.mp4", "source_video": "v.mp4", "domain": "dynamic_perception",
-           "error_type": "logical", "solution_source": "s", "source": "", "question": "Q?", "answer": "B",
-           "solution": ["Step 1: a", "Step 2: b"], "num_frames": 32, "max_long_side": 448, "visual_mode": "interleaved",
-           "gold_labels": [{"step": 1, "label": "1"}, {"step": 2, "label": "0"}],
-           "gold_edges": [{"source": 2, "target": 2}], "gold_timestamps": [{"start": 12.0, "end": 20.0}]}
+_CS_DOC = {
+    cs.ID_FIELD: "v/S1/d",
+    "video_id": "v",
+    "category": "c",
+    "video_path": "",
+    "n_segments": 3,
+    "segment": 1,
+    "kind": "desc",
+    "shown": [{"index": 1, "start": 0.0, "end": 1.0}],
+    "question": "Q?",
+    "options": [o[3:] for o in _OPTIONS],
+    "gold": "B",
+    "prev_question": "",
+    "prev_answer": "",
+    "restart": "next",
+    "num_frames": 8,
+    "max_long_side": 0,
+}
+_VR_DOC = {
+    "id": "d",
+    "video_path": "v.mp4",
+    "source_video": "v.mp4",
+    "domain": "dynamic_perception",
+    "error_type": "logical",
+    "solution_source": "s",
+    "source": "",
+    "question": "Q?",
+    "answer": "B",
+    "solution": ["Step 1: a", "Step 2: b"],
+    "num_frames": 32,
+    "max_long_side": 448,
+    "visual_mode": "interleaved",
+    "gold_labels": [{"step": 1, "label": "1"}, {"step": 2, "label": "0"}],
+    "gold_edges": [{"source": 2, "target": 2}],
+    "gold_timestamps": [{"start": 12.0, "end": 20.0}],
+}
 _POINTS = ("The man opens the door", "He leaves at 12 seconds")
 _OFFLINE_RUBRIC = RB.OfflineRubricJudge()
 
 
 def _reply_parser(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     """Judge reply parsers report an unreadable reply by raising ReplyParseError: that is their result."""
+
     def call(text: str) -> Any:
         try:
             return parse(text)
         except ReplyParseError as exc:
             return exc
+
     return call
 
 
@@ -145,8 +209,10 @@ FUNCTIONS: dict[str, tuple[Callable[[str], Any], Callable[[Any], bool]]] = {
     "parse_intervals": (P.parse_intervals, _is(list)),
     "parse_letter_set": (P.parse_letter_set, _parsed),
     "parse_letter_set.prose": (lambda t: P.parse_letter_set(t, prose=True), _parsed),
-    "parse_option_letter": (lambda t: P.parse_option_letter(t, names={"A": "A_Visual", "B": "B_Reasoning_Error"}),
-                            _parsed),
+    "parse_option_letter": (
+        lambda t: P.parse_option_letter(t, names={"A": "A_Visual", "B": "B_Reasoning_Error"}),
+        _parsed,
+    ),
     "parse_option_letter.prose": (lambda t: P.parse_option_letter(t, "ABCDEFGH", prose=True), _parsed),
     "parse_order": (lambda t: P.parse_order(t, 4), _parsed),
     "parse_step": (lambda t: P.parse_step(t, max_step=10), _parsed),
@@ -157,8 +223,10 @@ FUNCTIONS: dict[str, tuple[Callable[[str], Any], Callable[[Any], bool]]] = {
     "mmerror.official_letter": (MO.official_letter, _opt(str)),
     "mmerror.official_presence": (MO.official_presence, _opt(str)),
     "mmerror.score_etc": (lambda t: mm.score_etc(_MM_DOC, t), _is(dict)),
-    "mmerror.score_epd_stage.presence": (lambda t: mm.score_epd_stage({**_MM_DOC, "stage": mm.STAGE_PRESENCE}, t),
-                                         _is(dict)),
+    "mmerror.score_epd_stage.presence": (
+        lambda t: mm.score_epd_stage({**_MM_DOC, "stage": mm.STAGE_PRESENCE}, t),
+        _is(dict),
+    ),
     "mmerror.score_epd_stage.type": (lambda t: mm.score_epd_stage({**_MM_DOC, "stage": mm.STAGE_TYPE}, t), _is(dict)),
     # task_yamls/errorradar/utils.py
     "errorradar.score_step": (lambda t: er.score_step(_ER_DOC, t), _is(dict)),
@@ -166,8 +234,10 @@ FUNCTIONS: dict[str, tuple[Callable[[str], Any], Callable[[Any], bool]]] = {
     # task_yamls/crossvid/utils.py
     "crossvid.parse_choice": (lambda t: cv.parse_choice(t, "ABCD", _OPTIONS), _pair),
     "crossvid.strict_interval": (cv.strict_interval, _opt(tuple)),
-    **{f"crossvid.score_response.{task}": ((lambda t, d=doc: cv.score_response(d, t)), _is(dict))
-       for task, doc in _CV_DOCS.items()},
+    **{
+        f"crossvid.score_response.{task}": ((lambda t, d=doc: cv.score_response(d, t)), _is(dict))
+        for task, doc in _CV_DOCS.items()
+    },
     # task_yamls/causalstep/utils.py
     "causalstep.parse_answer": (lambda t: cs.parse_answer(_CS_DOC, t), _pair),
     "causalstep.score_request": (lambda t: cs.score_request(_CS_DOC, t), _is(dict)),
@@ -192,8 +262,10 @@ FUNCTIONS: dict[str, tuple[Callable[[str], Any], Callable[[Any], bool]]] = {
     "semantic_match.match_answers": (lambda t: SM.match_answers(t, "B"), _pair),
     "semantic_match.extract_final_answer": (SM.extract_final_answer, _is(str)),
     "rubric.parse_rubric_reply": (_reply_parser(lambda t: RB.parse_rubric_reply(t, 2)), _is((tuple, ReplyParseError))),
-    "rubric.offline_judge": (lambda t: _OFFLINE_RUBRIC.judge(JudgeItem(prediction=t, scoring_points=_POINTS)),
-                             _is(Verdict)),
+    "rubric.offline_judge": (
+        lambda t: _OFFLINE_RUBRIC.judge(JudgeItem(prediction=t, scoring_points=_POINTS)),
+        _is(Verdict),
+    ),
 }
 
 # Functions that only wrap others timed here (the same text through them, plus a few regular expressions
@@ -292,8 +364,18 @@ def _slow(name: str, shape: str) -> list[str]:
     return []
 
 
-ODD_REPLIES = ("", " ", "\x00", "\ufeff", "🙂" * 10, "\\boxed{}", "\\boxed{" * 3000, "<think></think>",
-               "<think>" * 3000, "<<<END PREDICTED_ANSWER>>>")
+ODD_REPLIES = (
+    "",
+    " ",
+    "\x00",
+    "\ufeff",
+    "🙂" * 10,
+    "\\boxed{}",
+    "\\boxed{" * 3000,
+    "<think></think>",
+    "<think>" * 3000,
+    "<<<END PREDICTED_ANSWER>>>",
+)
 
 
 @pytest.mark.parametrize("name", list(FUNCTIONS))

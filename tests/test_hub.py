@@ -44,15 +44,23 @@ CV_SAMPLE = {"benchmark": "crossvid", "source": "sample"}
 
 # ------------------------------------------------------------------------------------------- fixtures
 
+
 def hub_environment(tmp_path: Path, endpoint: str) -> dict[str, str]:
     """What a user sets (and the tests need): the endpoint, private caches, short timeouts, no token."""
     home = tmp_path / "hf-home"
     return {
-        "HF_ENDPOINT": endpoint, "HF_HOME": str(home), "HF_HUB_CACHE": str(home / "hub"),
-        "LMMS_EVAL_PLUGINS_CACHE": str(tmp_path / "plugin-cache"), "HF_HUB_DISABLE_TELEMETRY": "1",
-        "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_HUB_ETAG_TIMEOUT": "3", "HF_HUB_DOWNLOAD_TIMEOUT": "3",
-        "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
-        data.DOWNLOAD_TIMEOUT_ENV: "0.5", data.DOWNLOAD_RETRIES_ENV: "2",
+        "HF_ENDPOINT": endpoint,
+        "HF_HOME": str(home),
+        "HF_HUB_CACHE": str(home / "hub"),
+        "LMMS_EVAL_PLUGINS_CACHE": str(tmp_path / "plugin-cache"),
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        "HF_HUB_ETAG_TIMEOUT": "3",
+        "HF_HUB_DOWNLOAD_TIMEOUT": "3",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+        data.DOWNLOAD_TIMEOUT_ENV: "0.5",
+        data.DOWNLOAD_RETRIES_ENV: "2",
     }
 
 
@@ -81,9 +89,22 @@ def hub(tmp_path, monkeypatch):
     with FakeHub() as fake:
         for name, value in hub_environment(tmp_path, fake.endpoint).items():
             monkeypatch.setenv(name, value)
-        for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "HF_HUB_OFFLINE", "HF_HUB_OFFLINE",
-                     "TRANSFORMERS_OFFLINE", data.DATA_ROOT_ENV, data.SKIP_MISSING_MEDIA_ENV, "HTTP_PROXY",
-                     "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+        for name in (
+            "HF_TOKEN",
+            "HUGGING_FACE_HUB_TOKEN",
+            "HF_TOKEN_PATH",
+            "HF_HUB_OFFLINE",
+            "HF_HUB_OFFLINE",
+            "TRANSFORMERS_OFFLINE",
+            data.DATA_ROOT_ENV,
+            data.SKIP_MISSING_MEDIA_ENV,
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+        ):
             monkeypatch.delenv(name, raising=False)
         importlib.reload(constants)  # huggingface_hub reads its settings when imported
         try:
@@ -139,13 +160,15 @@ def cv_comparable(doc: dict) -> dict:
 
 # ------------------------------------------------------------------------------------------ ErrorRadar
 
+
 def test_errorradar_downloads_once_then_runs_offline_from_the_cache(hub, monkeypatch):
     paths = add_errorradar(hub)
     first = er_docs(ER_AUTO)
     sample = er_docs(ER_SAMPLE)
     # the hub's records are the sample's records; only where the image came from differs
-    assert [without(d, "image_path", "content_image") for d in first] == \
-           [without(d, "image_path", "content_image") for d in sample]
+    assert [without(d, "image_path", "content_image") for d in first] == [
+        without(d, "image_path", "content_image") for d in sample
+    ]
     for doc in first:
         assert Path(doc["image_path"]).read_bytes() == sample_png(doc["question_id"])
         assert Path(doc["image_path"]).is_relative_to(Path(os.environ[data.CACHE_ENV]))
@@ -161,8 +184,14 @@ def test_errorradar_downloads_once_then_runs_offline_from_the_cache(hub, monkeyp
 def test_a_fresh_process_on_the_environment_alone_reuses_the_cache(hub, tmp_path):
     add_errorradar(hub)
     first = er_docs(ER_AUTO)
-    env = {**os.environ, **hub_environment(tmp_path, hub.endpoint), "HF_HUB_OFFLINE": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        **hub_environment(tmp_path, hub.endpoint),
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(Path(__file__).resolve().parent), os.environ.get("PYTHONPATH")])
+        ),
+    }
     hub.stop()
     script = textwrap.dedent("""
         import json
@@ -171,8 +200,9 @@ def test_a_fresh_process_on_the_environment_alone_reuses_the_cache(hub, tmp_path
         docs = er.process_docs_step([{"benchmark": "errorradar", "source": "auto"}])
         print(json.dumps([[d["question_id"], d["image_path"]] for d in docs]))
     """)
-    done = subprocess.run([sys.executable, "-c", script], check=False, env=env, cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], check=False, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [[d["question_id"], d["image_path"]] for d in first]
 
@@ -212,10 +242,13 @@ def test_the_hub_answering_500_once_is_retried(hub):
     assert data.hub_file(er.HUB_REPO, er.CSV_NAME).read_bytes() == hub.repos[er.HUB_REPO].files[er.CSV_NAME]
 
 
-@pytest.mark.parametrize("token, status, why", [
-    (None, 401, "no Hugging Face token was sent"),
-    ("hf_not_accepted", 403, "has not been granted access"),
-])
+@pytest.mark.parametrize(
+    "token, status, why",
+    [
+        (None, 401, "no Hugging Face token was sent"),
+        ("hf_not_accepted", 403, "has not been granted access"),
+    ],
+)
 def test_a_gated_file_names_the_repo_the_file_and_the_fix(hub, monkeypatch, token, status, why):
     add_errorradar(hub)
     hub.gate(er.HUB_REPO, TOKEN)
@@ -253,6 +286,7 @@ def test_a_missing_file_or_dataset_names_it(hub):
 
 
 # ------------------------------------------------------------------------------ ErrorRadar's image URLs
+
 
 def _first_id() -> str:
     return er_docs(ER_SAMPLE)[0]["question_id"]
@@ -299,7 +333,9 @@ def test_an_image_cut_mid_file_is_resumed_and_complete(hub):
     assert [r.headers.get("range") for r in hub.seen("GET", paths[qid])] == [None, "bytes=100-"]
 
 
-@pytest.mark.parametrize("status, words", [(404, "not found"), (403, "forbidden"), (401, "the server asks for credentials")])
+@pytest.mark.parametrize(
+    "status, words", [(404, "not found"), (403, "forbidden"), (401, "the server asks for credentials")]
+)
 def test_an_image_refused_for_good_is_a_named_error_at_once(hub, status, words):
     paths = add_errorradar(hub)
     qid = _first_id()
@@ -336,7 +372,9 @@ def test_a_trickling_image_stops_at_the_total_deadline(hub, monkeypatch):
         er_docs(ER_AUTO)
     assert time.monotonic() - started < 5
     error = info.value
-    assert error.record == qid and "not complete within the deadline" in error.problem and "deadline 1.5s" in error.problem
+    assert (
+        error.record == qid and "not complete within the deadline" in error.problem and "deadline 1.5s" in error.problem
+    )
     assert data.DOWNLOAD_DEADLINE_ENV in error.fix
     assert len(hub.seen("GET", paths[qid])) == 1  # past the deadline: no retry
     assert not list((Path(os.environ[data.CACHE_ENV]) / "errorradar" / "images").glob(f"{qid}*"))
@@ -356,7 +394,8 @@ def test_an_endless_image_stops_at_the_size_cap_and_is_skipped_when_asked(hub, m
     monkeypatch.setenv(data.SKIP_MISSING_MEDIA_ENV, "1")
     docs = er_docs(ER_AUTO)
     assert len(docs) == 9 and er.agg_skipped_by_reason(
-        [er.process_results_step(d, [d["oracle_response"]])["skipped_by_reason"] for d in docs]) == {"missing media": 1}
+        [er.process_results_step(d, [d["oracle_response"]])["skipped_by_reason"] for d in docs]
+    ) == {"missing media": 1}
 
 
 def test_an_announced_length_above_the_cap_is_refused_before_the_body(hub, tmp_path):
@@ -375,7 +414,11 @@ def test_download_limits_come_from_the_settings_and_refuse_bad_values(monkeypatc
     monkeypatch.setenv(data.DOWNLOAD_DEADLINE_ENV, "2.5")
     monkeypatch.setenv(data.DOWNLOAD_MAX_BYTES_ENV, "1000")
     assert data.download_limits() == (2.5, 1000)
-    for name, bad in ((data.DOWNLOAD_DEADLINE_ENV, "0"), (data.DOWNLOAD_MAX_BYTES_ENV, "1.5"), (data.DOWNLOAD_MAX_BYTES_ENV, "0")):
+    for name, bad in (
+        (data.DOWNLOAD_DEADLINE_ENV, "0"),
+        (data.DOWNLOAD_MAX_BYTES_ENV, "1.5"),
+        (data.DOWNLOAD_MAX_BYTES_ENV, "0"),
+    ):
         monkeypatch.setenv(name, bad)
         with pytest.raises(DataError, match=name):
             data.download_limits()
@@ -413,8 +456,12 @@ def test_fetch_url_reuses_a_finished_file_and_refuses_bad_settings(hub, tmp_path
     dest = tmp_path / "dl" / "a.png"
     assert data.fetch_url(url, dest, record="r1").read_bytes() == b"png bytes"
     assert data.fetch_url(url, dest, record="r1") == dest and len(hub.seen("GET", "/images/a.png")) == 1
-    for name, value in ((data.DOWNLOAD_TIMEOUT_ENV, "soon"), (data.DOWNLOAD_TIMEOUT_ENV, "0"),
-                        (data.DOWNLOAD_RETRIES_ENV, "-1"), (data.DOWNLOAD_RETRIES_ENV, "1.5")):
+    for name, value in (
+        (data.DOWNLOAD_TIMEOUT_ENV, "soon"),
+        (data.DOWNLOAD_TIMEOUT_ENV, "0"),
+        (data.DOWNLOAD_RETRIES_ENV, "-1"),
+        (data.DOWNLOAD_RETRIES_ENV, "1.5"),
+    ):
         monkeypatch.setenv(name, value)
         with pytest.raises(DataError) as info:
             data.fetch_all([(url, tmp_path / "b.png", "r2")])
@@ -442,12 +489,14 @@ def test_offline_an_uncached_image_is_missing_not_downloaded(hub, monkeypatch):
 
 # ------------------------------------------------------------------------------------------- MMErroR
 
+
 def test_mmerror_downloads_its_snapshot_then_runs_offline(hub, monkeypatch):
     add_mmerror(hub)
     first = list(mm.process_docs_etc(MM_AUTO))
     sample = list(mm.process_docs_etc(MM_SAMPLE))
-    assert [without(d, "image_path", "json_path") for d in first] == \
-           [without(d, "image_path", "json_path") for d in sample]
+    assert [without(d, "image_path", "json_path") for d in first] == [
+        without(d, "image_path", "json_path") for d in sample
+    ]
     for hub_doc, sample_doc in zip(first, sample):
         assert Path(hub_doc["image_path"]).read_bytes() == Path(sample_doc["image_path"]).read_bytes()
     assert not hub.seen(contains="README.md")  # only data/jsons/* and data/images/* are fetched
@@ -482,12 +531,12 @@ def test_mmerror_repository_in_another_layout_is_a_named_error(hub):
     hub.add_dataset(mm.HUB_REPO, {"README.md": b"moved", "jsons/MMErroR_00001.json": b"{}"})
     with pytest.raises(DataError) as info:
         list(mm.process_docs_etc(MM_AUTO))
-    assert info.value.problem == (f"the hub dataset {mm.HUB_REPO} has no file matching data/jsons/*, "
-                                  "data/images/*")
+    assert info.value.problem == (f"the hub dataset {mm.HUB_REPO} has no file matching data/jsons/*, data/images/*")
     assert "layout" in info.value.fix
 
 
 # ------------------------------------------------------------------------------------------- CrossVid
+
 
 @pytest.mark.parametrize("task", ["MSR", "CC"])
 def test_crossvid_downloads_only_what_a_task_needs_then_runs_offline(hub, monkeypatch, task):
@@ -498,8 +547,9 @@ def test_crossvid_downloads_only_what_a_task_needs_then_runs_offline(hub, monkey
     for hub_doc, sample_doc in zip(first, sample):
         for got, want in zip(hub_doc["media"], sample_doc["media"]):
             if want["kind"] == "folder":
-                assert sorted(p.name for p in Path(got["path"]).iterdir()) == \
-                       sorted(p.name for p in Path(want["path"]).iterdir())
+                assert sorted(p.name for p in Path(got["path"]).iterdir()) == sorted(
+                    p.name for p in Path(want["path"]).iterdir()
+                )
             else:
                 assert Path(got["path"]).read_bytes() == Path(want["path"]).read_bytes()
     needed = {f"QA/{task}.json"} | {p.split("/*")[0] for p in cv.hub_patterns(sample)}
@@ -543,21 +593,34 @@ def test_crossvid_offline_with_another_task_cached_names_the_fix(hub, monkeypatc
 
 # --------------------------------------------------------------------------------------- the real CLI
 
+
 @pytest.mark.cli
 def test_the_cli_runs_a_hub_task_then_reruns_it_offline(hub, tmp_path):
     from lmms_eval_plugins.cli_run import run_lmms_eval
 
     add_errorradar(hub)
     env = hub_environment(tmp_path, hub.endpoint)
-    online = run_lmms_eval(tasks="errorradar_step", model="oracle", output_dir=tmp_path / "online",
-                           env={**env, "HF_HUB_OFFLINE": "0"}, extra_args=["--limit", "4"], timeout=300)
+    online = run_lmms_eval(
+        tasks="errorradar_step",
+        model="oracle",
+        output_dir=tmp_path / "online",
+        env={**env, "HF_HUB_OFFLINE": "0"},
+        extra_args=["--limit", "4"],
+        timeout=300,
+    )
     results = online.task_results("errorradar_step")
     assert results["step_acc"] == 100.0 and results["skipped"] == 0, online.tail()
     assert len(hub.seen("GET", f"/resolve/main/{er.CSV_NAME}")) == 1 and hub.seen("GET", "/images/")
 
     hub.stop()  # the run helper's default environment has HF_HUB_OFFLINE=1
-    offline = run_lmms_eval(tasks="errorradar_step", model="oracle", output_dir=tmp_path / "offline", env=env,
-                            extra_args=["--limit", "4"], timeout=300)
+    offline = run_lmms_eval(
+        tasks="errorradar_step",
+        model="oracle",
+        output_dir=tmp_path / "offline",
+        env=env,
+        extra_args=["--limit", "4"],
+        timeout=300,
+    )
     assert offline.task_results("errorradar_step")["step_acc"] == 100.0, offline.tail()
 
 
@@ -573,12 +636,16 @@ def test_an_unreachable_hub_names_the_first_failure_and_the_fix(hub):
             raise LocalEntryNotFoundError("An error happened while trying to locate the file on the Hub") from cause
     except LocalEntryNotFoundError as wrapped:
         error = data._hub_error(wrapped, er.HUB_REPO, er.CSV_NAME, "URL")
-    assert error.problem == (f"could not download {er.CSV_NAME} from the hub dataset {er.HUB_REPO} "
-                             "(ConnectionRefusedError: [Errno 111] Connection refused)")
+    assert error.problem == (
+        f"could not download {er.CSV_NAME} from the hub dataset {er.HUB_REPO} "
+        "(ConnectionRefusedError: [Errno 111] Connection refused)"
+    )
     assert hub.endpoint in error.fix and "HF_ENDPOINT" in error.fix and data.DATA_ROOT_ENV in error.fix
 
 
-def test_a_run_asks_the_hub_only_for_uncached_data_it_needs_and_names_why_it_cannot_download(hub, monkeypatch, tmp_path):
+def test_a_run_asks_the_hub_only_for_uncached_data_it_needs_and_names_why_it_cannot_download(
+    hub, monkeypatch, tmp_path
+):
     """Issue 37 case 11: data the hub can send is no blocker; data it cannot (offline, unreachable) is one."""
     from huggingface_hub import constants
 
@@ -586,7 +653,7 @@ def test_a_run_asks_the_hub_only_for_uncached_data_it_needs_and_names_why_it_can
 
     assert doctor.run_blockers(["errorradar_step"]) == ([], [])  # not cached, but the hub answers
     assert len(hub.seen("GET", "/api/datasets/ErrorRadar/ErrorRadar")) == 1
-    facts, = doctor.gather_data(["errorradar"], probe=["errorradar"])
+    (facts,) = doctor.gather_data(["errorradar"], probe=["errorradar"])
     assert facts.hub_problem is None and doctor.data_check(facts, ["errorradar_step"]).status == "note"
     asked = len(hub.requests)
     doctor.run_blockers(["errorradar_step_sample", "errorradar_sample"])  # sample tasks: the hub is not asked
@@ -601,5 +668,5 @@ def test_a_run_asks_the_hub_only_for_uncached_data_it_needs_and_names_why_it_can
     (blocker,), _ = doctor.run_blockers(["errorradar_step"])
     assert blocker.status == "FAIL" and "cannot be downloaded now" in blocker.detail and endpoint in blocker.detail
     assert "needed by errorradar_step" in blocker.detail and data.DATA_ROOT_ENV in blocker.fix
-    offline, = doctor.gather_data(["errorradar"], probe=["errorradar"], offline=True)
+    (offline,) = doctor.gather_data(["errorradar"], probe=["errorradar"], offline=True)
     assert offline.hub_problem == "HF_HUB_OFFLINE=1 forbids downloading"

@@ -75,14 +75,21 @@ def kit_references(path: Path, package: str) -> list[str]:
 
 def test_every_shipped_folder_is_scanned():
     files = {path.relative_to(REPO).as_posix() for path, _ in shipped_modules()}
-    for expected in ("lmms_eval_plugins/check_model.py", "lmms_eval_plugins/demo.py", "lmms_eval_plugins/cli.py",
-                     "lmms_eval_plugins/models/replay.py", "judges/filter.py"):
+    for expected in (
+        "lmms_eval_plugins/check_model.py",
+        "lmms_eval_plugins/demo.py",
+        "lmms_eval_plugins/cli.py",
+        "lmms_eval_plugins/models/replay.py",
+        "judges/filter.py",
+    ):
         assert expected in files
     assert not (REPO / "lmms_eval_plugins" / "testing").exists()  # the test kit is not shipped
     assert (REPO / "tests" / "testkit" / "task_utils.py").is_file()
 
 
-@pytest.mark.parametrize("path, package", shipped_modules(), ids=lambda v: v.relative_to(REPO).as_posix() if isinstance(v, Path) else "")
+@pytest.mark.parametrize(
+    "path, package", shipped_modules(), ids=lambda v: v.relative_to(REPO).as_posix() if isinstance(v, Path) else ""
+)
 def test_shipped_code_does_not_import_the_test_kit(path, package):
     assert kit_references(path, package) == [], f"{path.relative_to(REPO)} depends on {TEST_KIT}"
 
@@ -99,7 +106,8 @@ def test_the_check_catches_every_form(tmp_path):
         "DOC = 'see lmms_eval_plugins.testing.tiny_qwen for details'\n"  # prose, not a module path
         "from lmms_eval_plugins import testing_helpers\n"  # another module whose name starts alike
         "import testkit.task_utils\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     found = kit_references(path, "lmms_eval_plugins.judges")
     assert [line.split(":")[0] for line in found] == ["line 1", "line 2", "line 3", "line 5", "line 6", "line 9"]
 
@@ -136,7 +144,9 @@ def test_one_logged_samples_reader(tmp_path):
         runs.samples_path(results, task).write_text('{"doc_id": 0}\n', encoding="utf-8")
     (tmp_path / "other_samples_c.jsonl").write_text("", encoding="utf-8")  # another run's
     assert [p.name for p in runs.samples_files(results)] == [
-        "2026-01-01T00-00-00.1_samples_a.jsonl", "2026-01-01T00-00-00.1_samples_b.jsonl"]
+        "2026-01-01T00-00-00.1_samples_a.jsonl",
+        "2026-01-01T00-00-00.1_samples_b.jsonl",
+    ]
     assert logged_samples.read_samples(runs.samples_path(results, "a")) == [{"doc_id": 0}]
 
 
@@ -157,9 +167,19 @@ def test_one_message_builder_for_images_and_videos():
     from lmms_eval_plugins.messages import FrameGroup, interleaved_messages
 
     frames = ["f1", "f2"]  # stand-ins for PIL images
-    assert interleaved_messages("Look:", [FrameGroup("", frames[:1], kind="image")], " Answer.") == [{"role": "user", "content": [
-        {"type": "text", "text": "Look:"}, {"type": "image", "url": "f1"}, {"type": "text", "text": " Answer."}]}]
-    content = interleaved_messages("", [FrameGroup("[0s]", frames, kind="image"), FrameGroup("Clip:", frames)], "Q")[0]["content"]
+    assert interleaved_messages("Look:", [FrameGroup("", frames[:1], kind="image")], " Answer.") == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Look:"},
+                {"type": "image", "url": "f1"},
+                {"type": "text", "text": " Answer."},
+            ],
+        }
+    ]
+    content = interleaved_messages("", [FrameGroup("[0s]", frames, kind="image"), FrameGroup("Clip:", frames)], "Q")[0][
+        "content"
+    ]
     assert [item["type"] for item in content] == ["text", "image", "image", "text", "video", "text"]
     with pytest.raises(ValueError, match="kind"):
         FrameGroup("x", frames, kind="audio")

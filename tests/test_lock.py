@@ -26,7 +26,9 @@ def lock_pins() -> dict[str, str]:
         if not line or line.startswith("#"):
             continue
         name, sep, version = line.partition("==")
-        assert sep and version and not any(c in version for c in "<>=!~ ;"), f"constraints.txt:{number} is not a pin: {line!r}"
+        assert sep and version and not any(c in version for c in "<>=!~ ;"), (
+            f"constraints.txt:{number} is not a pin: {line!r}"
+        )
         key = canonicalize_name(name)
         assert key not in pins, f"constraints.txt:{number} pins {name} twice"
         pins[key] = version
@@ -54,16 +56,18 @@ def test_every_direct_dependency_is_locked_inside_its_range():
         if requirement.marker is not None and not requirement.marker.evaluate():
             continue
         name = canonicalize_name(requirement.name)
-        assert name in pins, f"{requirement.name} is a dependency but constraints.txt does not pin it: run bash .ci/lock"
+        assert name in pins, (
+            f"{requirement.name} is a dependency but constraints.txt does not pin it: run bash .ci/lock"
+        )
         assert requirement.specifier.contains(pins[name], prereleases=True), (
-            f"constraints.txt pins {name}=={pins[name]}, outside pyproject.toml's {requirement}: run bash .ci/lock")
+            f"constraints.txt pins {name}=={pins[name]}, outside pyproject.toml's {requirement}: run bash .ci/lock"
+        )
 
 
 @pytest.mark.parametrize("bad", tv.KNOWN_BAD, ids=lambda b: b.package)
 def test_known_bad_versions_are_excluded_with_their_reason(bad):
     lines = (REPO / "pyproject.toml").read_text(encoding="utf-8").splitlines()
-    index = next(i for i, line in enumerate(lines)
-                 if re.match(rf'\s*"{re.escape(bad.package)}\s*[<>=!~]', line))
+    index = next(i for i, line in enumerate(lines) if re.match(rf'\s*"{re.escape(bad.package)}\s*[<>=!~]', line))
     requirement = Requirement(lines[index].strip().strip(",").strip('"'))
     first_bad = re.search(r"[\d.]+", bad.specifier).group(0)
     assert first_bad in SpecifierSet(bad.specifier)
@@ -78,7 +82,9 @@ def test_tested_versions_are_the_locks():
     assert tv.LOCKED_ON and tv.LOCKED_WITH
     assert set(tv.TESTED) == set(tv.KEY_PACKAGES)
     for package, version in tv.TESTED.items():
-        assert pins[canonicalize_name(package)] == version, f"tested_versions.py says {package} {version}; run bash .ci/lock"
+        assert pins[canonicalize_name(package)] == version, (
+            f"tested_versions.py says {package} {version}; run bash .ci/lock"
+        )
         Version(version)
 
 
@@ -95,16 +101,22 @@ def readme_commands() -> list[str]:
 
 
 def test_ci_runs_exactly_the_readme_test_command():
-    ci = [line.strip() for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-          if line.strip() and not line.startswith(("#", "set ", "cd "))]
+    ci = [
+        line.strip()
+        for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith(("#", "set ", "cd "))
+    ]
     assert len(ci) == 1
     assert ci[0] in readme_commands()
     assert "pytest" in ci[0]
 
 
 def test_every_readme_install_from_a_checkout_goes_through_the_lock():
-    installs = [c for c in readme_commands() if "pip install" in c
-                and any(word == "." or word.startswith(".[") for word in shlex.split(c.split("#")[0]))]
+    installs = [
+        c
+        for c in readme_commands()
+        if "pip install" in c and any(word == "." or word.startswith(".[") for word in shlex.split(c.split("#")[0]))
+    ]
     assert len(installs) >= 3  # the demo line, the test line, the usage line
     for command in installs:
         if "[vllm]" in command:

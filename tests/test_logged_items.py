@@ -8,16 +8,35 @@ from hypothesis import strategies as st
 from lmms_eval_plugins import logged_samples as ls
 
 ITEM = {"question_id": "q1", "gold": "VIS", "pred": "CAL", "correct": False}
-LINE = {"doc_id": 0, "doc": {"id": "q1"}, "target": "VIS", "filtered_resps": "CAL", "input_media": ["a.png"],
-        "acc": ITEM, "f1_vis": dict(ITEM), "f1_cal": dict(ITEM), "own": 0.5, "per_item": {"value": 1},
-        "unscored": {"unscored": None}}
+LINE = {
+    "doc_id": 0,
+    "doc": {"id": "q1"},
+    "target": "VIS",
+    "filtered_resps": "CAL",
+    "input_media": ["a.png"],
+    "acc": ITEM,
+    "f1_vis": dict(ITEM),
+    "f1_cal": dict(ITEM),
+    "own": 0.5,
+    "per_item": {"value": 1},
+    "unscored": {"unscored": None},
+}
 METRICS = ("acc", "f1_vis", "f1_cal", "own", "per_item", "unscored")
 
 
 def test_the_writer_keeps_the_first_item_and_every_value_of_its_own():
     written = ls.without_repeated_items(LINE, frozenset(METRICS))
-    assert list(written) == ["doc_id", "doc", "target", "filtered_resps", "input_media", "acc", "own", "per_item",
-                             "unscored"]
+    assert list(written) == [
+        "doc_id",
+        "doc",
+        "target",
+        "filtered_resps",
+        "input_media",
+        "acc",
+        "own",
+        "per_item",
+        "unscored",
+    ]
     assert written["acc"] == ITEM and written["per_item"] == {"value": 1}
     # the document is not a metric: never taken for the first item, never left out
     assert ls.without_repeated_items({"doc": ITEM, "m": ITEM}, {"m"}) == {"doc": ITEM, "m": ITEM}

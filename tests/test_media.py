@@ -405,32 +405,38 @@ def test_images_above_the_pixel_limit_are_refused_before_decoding(tmp_path, monk
 # --- the linspace rule: np.linspace(0, n - 1, k) floored; intervals by a linspace in time --------------
 
 
-@pytest.mark.parametrize("args, expected", [
-    ((10, 4), [0, 3, 6, 9]),  # 0, 3, 6, 9 exactly
-    ((100, 4), [0, 33, 66, 99]),  # 0, 33, 66, 99
-    ((6, 3), [0, 2, 5]),  # 0, 2.5, 5
-    ((24, 8), [0, 3, 6, 9, 13, 16, 19, 23]),  # step 23/7 = 3.29: 0, 3.29, 6.57, 9.86, 13.14, 16.43, 19.71, 23
-    ((3, 5), [0, 1, 2]),  # n < k: every frame once
-    ((5, 5), [0, 1, 2, 3, 4]),
-    ((100, 1), [0]),  # one frame: the first
-    ((10, 0), []),
-    ((0, 4), []),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ((10, 4), [0, 3, 6, 9]),  # 0, 3, 6, 9 exactly
+        ((100, 4), [0, 33, 66, 99]),  # 0, 33, 66, 99
+        ((6, 3), [0, 2, 5]),  # 0, 2.5, 5
+        ((24, 8), [0, 3, 6, 9, 13, 16, 19, 23]),  # step 23/7 = 3.29: 0, 3.29, 6.57, 9.86, 13.14, 16.43, 19.71, 23
+        ((3, 5), [0, 1, 2]),  # n < k: every frame once
+        ((5, 5), [0, 1, 2, 3, 4]),
+        ((100, 1), [0]),  # one frame: the first
+        ((10, 0), []),
+        ((0, 4), []),
+    ],
+)
 def test_linspace_indices(args, expected):
     assert linspace_indices(*args) == expected
 
 
-@pytest.mark.parametrize("total, fps, intervals, k, expected", [
-    (100, 10, [(2, 4)], 5, [20, 25, 30, 35, 40]),  # times 2, 2.5, 3, 3.5, 4 s
-    # pieces end to end: 2 s + 1.5 s; virtual times 0, 0.5, ..., 3.5 -> 0, .5, 1, 1.5 | 3, 3.5, 4, 4.5 s
-    (100, 10, [(0, 2), (3, 4.5)], 8, [0, 5, 10, 15, 30, 35, 40, 45]),
-    (100, 10, [(8, 12)], 3, [80]),  # 8, 10, 12 s -> clamped to 10 s -> frames 80, 100, 100: 100 is past the end
-    (100, 10, [(8, 12)], 1, [80]),  # one frame: the start
-    (100, 10, [(5, 5)], 3, []),  # no piece with start < end
-    (100, 10, [(6, 5), (1, 2)], 2, [10, 20]),  # the reversed piece is ignored
-    (100, 10, [(5, 6), (1, 2)], 4, [13, 20, 50, 56]),  # 5, 5.67 | 1.33, 2 s: sorted, not in piece order
-    (40, 10, [(0, 0.2)], 5, [0, 1, 2]),  # 0, .05, .1, .15, .2 s -> 0, 0, 1, 1, 2: repeats removed
-])
+@pytest.mark.parametrize(
+    "total, fps, intervals, k, expected",
+    [
+        (100, 10, [(2, 4)], 5, [20, 25, 30, 35, 40]),  # times 2, 2.5, 3, 3.5, 4 s
+        # pieces end to end: 2 s + 1.5 s; virtual times 0, 0.5, ..., 3.5 -> 0, .5, 1, 1.5 | 3, 3.5, 4, 4.5 s
+        (100, 10, [(0, 2), (3, 4.5)], 8, [0, 5, 10, 15, 30, 35, 40, 45]),
+        (100, 10, [(8, 12)], 3, [80]),  # 8, 10, 12 s -> clamped to 10 s -> frames 80, 100, 100: 100 is past the end
+        (100, 10, [(8, 12)], 1, [80]),  # one frame: the start
+        (100, 10, [(5, 5)], 3, []),  # no piece with start < end
+        (100, 10, [(6, 5), (1, 2)], 2, [10, 20]),  # the reversed piece is ignored
+        (100, 10, [(5, 6), (1, 2)], 4, [13, 20, 50, 56]),  # 5, 5.67 | 1.33, 2 s: sorted, not in piece order
+        (40, 10, [(0, 0.2)], 5, [0, 1, 2]),  # 0, .05, .1, .15, .2 s -> 0, 0, 1, 1, 2: repeats removed
+    ],
+)
 def test_linspace_interval_indices(total, fps, intervals, k, expected):
     assert linspace_interval_indices(total, fps, intervals, k) == expected
 
@@ -476,6 +482,7 @@ def test_intervals_past_the_end_by_hand():
 
 # --- hostile files (issue 27): every decoder error is a named MediaError; frames have a pixel cap -----------
 
+
 def ztxt_bomb(path, chunks: int = 70, size: int = 1_000_000):
     """A valid 8x8 PNG carrying ``chunks`` zTXt chunks of ``size`` zero bytes each (about 1 KB apiece on disk):
     PIL refuses more than 64 MB of text with a bare ``ValueError``."""
@@ -499,8 +506,16 @@ def test_a_png_with_too_much_text_is_a_named_error_not_a_bare_value_error(tmp_pa
     assert err.value.record == "q7" and str(path) in str(err.value)
 
 
-@pytest.mark.parametrize("raised", [ValueError("Too much memory used in text chunks"), SyntaxError("not a PNG"),
-                                    EOFError(), IndexError("tuple index out of range"), Image.DecompressionBombError("bomb")])
+@pytest.mark.parametrize(
+    "raised",
+    [
+        ValueError("Too much memory used in text chunks"),
+        SyntaxError("not a PNG"),
+        EOFError(),
+        IndexError("tuple index out of range"),
+        Image.DecompressionBombError("bomb"),
+    ],
+)
 def test_every_decoder_error_type_is_a_named_media_error(tmp_path, monkeypatch, raised):
     import struct
 
@@ -534,10 +549,14 @@ def test_with_skipping_on_an_unreadable_file_is_a_placeholder_and_its_sample_is_
     out = outcome.with_unscored({"acc": {"correct": True}}, ["reply"], doc=doc)
     assert outcome.is_media_skipped(out["acc"]) and out["unscored"] == {"unscored": None}
     assert outcome.skipped_counts([out["skipped"]]) == {"unreadable media": 1}
-    other = outcome.with_unscored({"acc": {"correct": True}}, ["reply"], doc={**doc, "image_path": str(tmp_path / "ok.png")})
+    other = outcome.with_unscored(
+        {"acc": {"correct": True}}, ["reply"], doc={**doc, "image_path": str(tmp_path / "ok.png")}
+    )
     assert not outcome.is_media_skipped(other["acc"])
     nested = {"record": "v1", "media": [{"path": str(tmp_path / "garbage.mp4")}]}
-    assert outcome.unreadable_media_of(nested) == outcome.unreadable_media_of({**nested, "media": json.dumps(nested["media"])})
+    assert outcome.unreadable_media_of(nested) == outcome.unreadable_media_of(
+        {**nested, "media": json.dumps(nested["media"])}
+    )
     assert outcome.unreadable_media_of(nested) == f"v1|{tmp_path / 'garbage.mp4'}"
     assert outcome.unreadable_media_of({**nested, "record": "v2"}) is None  # another record naming the same file
     # skipping off: a named error, as before

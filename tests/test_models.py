@@ -12,8 +12,12 @@ from lmms_eval_plugins.models.random_baseline import RandomChoice, chance_pick
 
 
 def _request(doc_id: int, task: str = "t") -> Instance:
-    return Instance(request_type="generate_until", arguments=("ctx", {}, None, doc_id, task, "test"),
-                    idx=0, metadata={"task": task, "doc_id": doc_id, "repeats": 1})
+    return Instance(
+        request_type="generate_until",
+        arguments=("ctx", {}, None, doc_id, task, "test"),
+        idx=0,
+        metadata={"task": task, "doc_id": doc_id, "repeats": 1},
+    )
 
 
 def _model(cls, docs, **kwargs):

@@ -43,8 +43,21 @@ def accelerate_launcher(processes: int) -> list[str]:
     accelerate = Path(sys.executable).with_name("accelerate")
     # --multi_gpu only selects accelerate's multi-process launcher (torch elastic); ACCELERATE_USE_CPU=1
     # in the environment makes each process's Accelerator use the CPU with the gloo backend.
-    return [str(accelerate), "launch", "--multi_gpu", "--num_processes", str(processes), "--num_machines", "1",
-            "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(free_port())]
+    return [
+        str(accelerate),
+        "launch",
+        "--multi_gpu",
+        "--num_processes",
+        str(processes),
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        str(free_port()),
+    ]
 
 
 def metrics(run: RunResult) -> dict[str, dict]:
@@ -79,33 +92,50 @@ def cache_rows(path: Path) -> dict[str, tuple]:
 @pytest.fixture()
 def judge_env(tmp_path, isolated_env):
     with JudgeServer(lifetime=1200) as server:
-        yield server, {
-            "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": TEST_API_KEY,
-            "LMMS_EVAL_PLUGINS_JUDGE": "llm",  # the LLM judge client, not the offline stand-in
-            "ACCELERATE_USE_CPU": "1",
-            "CUDA_VISIBLE_DEVICES": "",
-            "OMP_NUM_THREADS": "1",
-        }
+        yield (
+            server,
+            {
+                "OPENAI_BASE_URL": server.base_url,
+                "OPENAI_API_KEY": TEST_API_KEY,
+                "LMMS_EVAL_PLUGINS_JUDGE": "llm",  # the LLM judge client, not the offline stand-in
+                "ACCELERATE_USE_CPU": "1",
+                "CUDA_VISIBLE_DEVICES": "",
+                "OMP_NUM_THREADS": "1",
+            },
+        )
 
 
 def test_two_processes_match_one_and_share_the_judge_cache(tmp_path, judge_env):
     from lmms_eval_plugins.models._base import DocAnsweringModel
 
     if not hasattr(DocAnsweringModel, "device"):
-        pytest.fail("DocAnsweringModel (oracle/random) has no `device`: lmms-eval's evaluator puts its per-rank "
-                    "request count on `lm.device` when WORLD_SIZE > 1 (see docs/scale-out.md); add the property")
+        pytest.fail(
+            "DocAnsweringModel (oracle/random) has no `device`: lmms-eval's evaluator puts its per-rank "
+            "request count on `lm.device` when WORLD_SIZE > 1 (see docs/scale-out.md); add the property"
+        )
     assert TASKS, "no judged or replayed sample task found"
     server, env = judge_env
     model_args = "seed=3"
     cache_one, cache_two = tmp_path / "one" / "judge.sqlite3", tmp_path / "two" / "judge.sqlite3"
 
-    one = run_lmms_eval(tasks=TASKS, model="random", model_args=model_args, output_dir=tmp_path / "out1",
-                        env={**env, "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(cache_one)}, timeout=900)
+    one = run_lmms_eval(
+        tasks=TASKS,
+        model="random",
+        model_args=model_args,
+        output_dir=tmp_path / "out1",
+        env={**env, "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(cache_one)},
+        timeout=900,
+    )
     asked_by_one = len(server.requests)
-    two = run_lmms_eval(tasks=TASKS, model="random", model_args=model_args, output_dir=tmp_path / "out2",
-                        env={**env, "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(cache_two)}, timeout=900,
-                        launcher=accelerate_launcher(2))
+    two = run_lmms_eval(
+        tasks=TASKS,
+        model="random",
+        model_args=model_args,
+        output_dir=tmp_path / "out2",
+        env={**env, "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(cache_two)},
+        timeout=900,
+        launcher=accelerate_launcher(2),
+    )
     asked_by_two = len(server.requests) - asked_by_one
 
     # both runs completed every task, and two processes really ran
@@ -119,12 +149,18 @@ def test_two_processes_match_one_and_share_the_judge_cache(tmp_path, judge_env):
         assert_same(metrics(two), metrics(one), "results")
         assert_same(two.results.get("groups", {}), one.results.get("groups", {}), "groups")
     except AssertionError as exc:
-        raise AssertionError(f"{exc}\n--- one process:\n{one.tail(3000)}\n--- two processes:\n{two.tail(3000)}") from None
+        raise AssertionError(
+            f"{exc}\n--- one process:\n{one.tail(3000)}\n--- two processes:\n{two.tail(3000)}"
+        ) from None
     # rank 0 gathered every logged sample (lmms-eval gathers them with gather_object)
     for task in one.results["n-samples"]:  # leaf tasks
         n = one.results["n-samples"][task]["effective"]
         assert two.results["n-samples"][task]["effective"] == n
-        assert sorted(s["doc_id"] for s in two.samples(task)) == sorted(s["doc_id"] for s in one.samples(task)) == list(range(n))
+        assert (
+            sorted(s["doc_id"] for s in two.samples(task))
+            == sorted(s["doc_id"] for s in one.samples(task))
+            == list(range(n))
+        )
 
     # the shared cache: both processes wrote to one SQLite file, nothing lost, nothing failed
     judged = [t for t in TASKS if t in ("virectify_sample", "crossvid_ccqa_sample")]
@@ -137,13 +173,22 @@ def test_two_processes_match_one_and_share_the_judge_cache(tmp_path, judge_env):
             assert errors and all(v == 0 for v in errors), (task, errors)
         assert "database is locked" not in two.output
         # each rank writes its judge accounting next to the results (lmms-eval's --output_path)
-        assert {p.name for p in (tmp_path / "out2").glob("judge_report*.json")} >= {"judge_report.json", "judge_report.rank1.json"}
+        assert {p.name for p in (tmp_path / "out2").glob("judge_report*.json")} >= {
+            "judge_report.json",
+            "judge_report.rank1.json",
+        }
 
         # a second two-process run reads every verdict from the shared cache: no new call
         before = len(server.requests)
-        again = run_lmms_eval(tasks=TASKS, model="random", model_args=model_args, output_dir=tmp_path / "out3",
-                              env={**env, "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(cache_two)}, timeout=900,
-                              launcher=accelerate_launcher(2))
+        again = run_lmms_eval(
+            tasks=TASKS,
+            model="random",
+            model_args=model_args,
+            output_dir=tmp_path / "out3",
+            env={**env, "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(cache_two)},
+            timeout=900,
+            launcher=accelerate_launcher(2),
+        )
         assert len(server.requests) == before, "cached verdicts were asked again"
         try:
             assert_same(metrics(again), metrics(one), "results")

@@ -11,7 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 # The folder names are joined at run time, so this file does not name a machine path itself.
-MACHINE_PATH = re.compile(r"(?<![\w.])/(?:" + "|".join(("wo" "rk", "ho" "me", "Us" "ers", "ro" "ot")) + r")/[\w.-]+")
+MACHINE_PATH = re.compile(r"(?<![\w.])/(?:" + "|".join(("work", "home", "Users", "root")) + r")/[\w.-]+")
 
 
 def test_the_pattern_finds_home_and_work_folders_only():

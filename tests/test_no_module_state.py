@@ -23,28 +23,65 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 # The modules that decide numbers: every benchmark package, the scoring core, and the judges.
-SCANNED = ("lmms_eval_plugins/benchmarks/*/*.py", "lmms_eval_plugins/task_hooks.py", "lmms_eval_plugins/outcome.py",
-           "lmms_eval_plugins/run_state.py", "lmms_eval_plugins/metrics.py", "lmms_eval_plugins/stats.py",
-           "lmms_eval_plugins/parsing*.py", "lmms_eval_plugins/errorbars.py", "lmms_eval_plugins/benchmark.py",
-           "lmms_eval_plugins/doc_fields.py", "judges/*.py")
+SCANNED = (
+    "lmms_eval_plugins/benchmarks/*/*.py",
+    "lmms_eval_plugins/task_hooks.py",
+    "lmms_eval_plugins/outcome.py",
+    "lmms_eval_plugins/run_state.py",
+    "lmms_eval_plugins/metrics.py",
+    "lmms_eval_plugins/stats.py",
+    "lmms_eval_plugins/parsing*.py",
+    "lmms_eval_plugins/errorbars.py",
+    "lmms_eval_plugins/benchmark.py",
+    "lmms_eval_plugins/doc_fields.py",
+    "judges/*.py",
+)
 
 # (module, name): why it stays. Each entry must still match a finding (no stale allowance).
 ALLOWED = {
     ("judges/session.py", "_current"): "the one holder of the run's JudgeSession: lmms-eval gives a task's "
-                                       "filters and hooks no handle on the run, so they find it here",
+    "filters and hooks no handle on the run, so they find it here",
     ("lmms_eval_plugins/run_state.py", "_current"): "the one holder of the run's RunState, for the same reason",
     ("judges/registry.py", "_runtime_registry"): "judge classes registered in this process (register_judge, the "
-                                                 "in-process twin of entry points): code to look up, not a run's state",
+    "in-process twin of entry points): code to look up, not a run's state",
     ("judges/__init__.py", "globals()"): "PEP 562 lazy import: keeps a name once imported (code, not state)",
     ("lmms_eval_plugins/benchmark.py", "registry"): "the installed benchmarks (entry points), read once per process",
     ("lmms_eval_plugins/benchmark.py", "_task_metric_files"): "which shipped task YAML holds a task's metric_list: "
-                                                              "installed files, read once per folder",
+    "installed files, read once per folder",
 }
 
-CONTAINERS = {"dict", "list", "set", "defaultdict", "OrderedDict", "Counter", "deque", "bytearray",
-              "WeakValueDictionary", "WeakKeyDictionary", "WeakSet"}
-MUTATORS = {"append", "appendleft", "add", "update", "setdefault", "pop", "popitem", "popleft", "clear", "extend",
-            "insert", "remove", "discard", "sort", "reverse", "__setitem__", "__delitem__"}
+CONTAINERS = {
+    "dict",
+    "list",
+    "set",
+    "defaultdict",
+    "OrderedDict",
+    "Counter",
+    "deque",
+    "bytearray",
+    "WeakValueDictionary",
+    "WeakKeyDictionary",
+    "WeakSet",
+}
+MUTATORS = {
+    "append",
+    "appendleft",
+    "add",
+    "update",
+    "setdefault",
+    "pop",
+    "popitem",
+    "popleft",
+    "clear",
+    "extend",
+    "insert",
+    "remove",
+    "discard",
+    "sort",
+    "reverse",
+    "__setitem__",
+    "__delitem__",
+}
 MEMOISERS = {"cache", "lru_cache"}
 
 
@@ -57,7 +94,8 @@ def _called(node: ast.AST) -> str | None:
 
 def _is_container(value: ast.AST | None) -> bool:
     return isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)) or (
-        _called(value) in CONTAINERS)
+        _called(value) in CONTAINERS
+    )
 
 
 def _top_level(tree: ast.Module):
@@ -66,8 +104,12 @@ def _top_level(tree: ast.Module):
     while todo:
         node = todo.pop(0)
         if isinstance(node, (ast.If, ast.Try)):
-            todo += [*node.body, *node.orelse, *getattr(node, "finalbody", ()),
-                     *(s for h in getattr(node, "handlers", ()) for s in h.body)]
+            todo += [
+                *node.body,
+                *node.orelse,
+                *getattr(node, "finalbody", ()),
+                *(s for h in getattr(node, "handlers", ()) for s in h.body),
+            ]
         else:
             yield node
 
@@ -165,9 +207,15 @@ def scanned_modules() -> list[Path]:
 
 def test_the_scan_covers_the_modules_that_decide_numbers():
     names = {p.relative_to(REPO).as_posix() for p in scanned_modules()}
-    for module in ("lmms_eval_plugins/outcome.py", "lmms_eval_plugins/task_hooks.py", "judges/rubric.py",
-                   "judges/session.py", "lmms_eval_plugins/benchmarks/crossvid/scoring.py",
-                   "lmms_eval_plugins/benchmarks/causalstep/protocol.py", "lmms_eval_plugins/parsing_times.py"):
+    for module in (
+        "lmms_eval_plugins/outcome.py",
+        "lmms_eval_plugins/task_hooks.py",
+        "judges/rubric.py",
+        "judges/session.py",
+        "lmms_eval_plugins/benchmarks/crossvid/scoring.py",
+        "lmms_eval_plugins/benchmarks/causalstep/protocol.py",
+        "lmms_eval_plugins/parsing_times.py",
+    ):
         assert module in names, module
 
 
@@ -180,33 +228,40 @@ def test_no_module_level_state_in_scoring():
                 seen.add((module, name))
             else:
                 problems.append(f"{module}:{line}: {name}: {what}")
-    assert not problems, ("module-level state where numbers are decided; keep it in an object the run owns "
-                          "(judges/session.py, lmms_eval_plugins/run_state.py) or make the table constant:\n"
-                          + "\n".join(problems))
+    assert not problems, (
+        "module-level state where numbers are decided; keep it in an object the run owns "
+        "(judges/session.py, lmms_eval_plugins/run_state.py) or make the table constant:\n" + "\n".join(problems)
+    )
     assert not set(ALLOWED) - seen, f"allowed but no longer found (remove from ALLOWED): {sorted(set(ALLOWED) - seen)}"
 
 
-@pytest.mark.parametrize("source, name", [
-    ("_SEEN = set()\ndef f(x):\n    _SEEN.add(x)\n", "_SEEN"),
-    ("_CACHE = {}\ndef f(k):\n    _CACHE[k] = 1\n", "_CACHE"),
-    ("_CACHE: dict = dict()\ndef f(k):\n    del _CACHE[k]\n", "_CACHE"),
-    ("_ITEMS = []\ndef f():\n    global _ITEMS\n    _ITEMS = [1]\n", "_ITEMS"),
-    ("_ALL = []\n_ALL += [1]\n", "_ALL"),
-    ("class H:\n    x = None\n_current = H()\ndef f():\n    _current.x = 1\n", "_current"),
-    ("from . import tasks\ndef f(d):\n    tasks.SAMPLE_DIR = d\n", "tasks"),
-    ("import sys\ndef f():\n    setattr(sys, 'x', 1)\n", "sys"),
-    ("def f(names):\n    globals().update(names)\n", "globals()"),
-    ("import functools\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x\n", "f"),
-])
+@pytest.mark.parametrize(
+    "source, name",
+    [
+        ("_SEEN = set()\ndef f(x):\n    _SEEN.add(x)\n", "_SEEN"),
+        ("_CACHE = {}\ndef f(k):\n    _CACHE[k] = 1\n", "_CACHE"),
+        ("_CACHE: dict = dict()\ndef f(k):\n    del _CACHE[k]\n", "_CACHE"),
+        ("_ITEMS = []\ndef f():\n    global _ITEMS\n    _ITEMS = [1]\n", "_ITEMS"),
+        ("_ALL = []\n_ALL += [1]\n", "_ALL"),
+        ("class H:\n    x = None\n_current = H()\ndef f():\n    _current.x = 1\n", "_current"),
+        ("from . import tasks\ndef f(d):\n    tasks.SAMPLE_DIR = d\n", "tasks"),
+        ("import sys\ndef f():\n    setattr(sys, 'x', 1)\n", "sys"),
+        ("def f(names):\n    globals().update(names)\n", "globals()"),
+        ("import functools\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x\n", "f"),
+    ],
+)
 def test_the_scan_finds_each_kind_of_state(source, name):
     assert name in {found for _, found, _ in scan(source)}
 
 
-@pytest.mark.parametrize("source", [
-    "TABLE = {'a': 1}\ndef f(k):\n    return TABLE[k]\n",  # a constant table, only read
-    "def f():\n    seen = set()\n    seen.add(1)\n    return seen\n",  # a function's own container
-    "TABLE = {'a': 1}\ndef f(TABLE):\n    TABLE['b'] = 2\n",  # a parameter shadows the module's name
-    "import json\ndef f(item):\n    item.value = json.dumps(1)\n",  # an attribute of a local object
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "TABLE = {'a': 1}\ndef f(k):\n    return TABLE[k]\n",  # a constant table, only read
+        "def f():\n    seen = set()\n    seen.add(1)\n    return seen\n",  # a function's own container
+        "TABLE = {'a': 1}\ndef f(TABLE):\n    TABLE['b'] = 2\n",  # a parameter shadows the module's name
+        "import json\ndef f(item):\n    item.value = json.dumps(1)\n",  # an attribute of a local object
+    ],
+)
 def test_the_scan_leaves_constants_and_local_state_alone(source):
     assert scan(source) == []

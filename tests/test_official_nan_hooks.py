@@ -66,8 +66,13 @@ def test_fsa_official_nan_is_null_with_an_unscored_item_and_leaves_skipped_media
 
 def verdict(coverage, correctness) -> JudgeOutcome:
     """A strict (official) rubric verdict: the judge's lists kept as written, NaN spelled "NaN"."""
-    return JudgeOutcome("rubric", "1", "m", verdict=0.5, detail={
-        "coverage": coverage, "correctness": correctness, "n_points": len(coverage), "reading": "official"})
+    return JudgeOutcome(
+        "rubric",
+        "1",
+        "m",
+        verdict=0.5,
+        detail={"coverage": coverage, "correctness": correctness, "n_points": len(coverage), "reading": "official"},
+    )
 
 
 def ccqa(n: int, judged: JudgeOutcome, reply: str = "an answer") -> dict:

@@ -19,17 +19,29 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = ("lmms_eval_plugins", "judges", "task_yamls")
 READER = "lmms_eval_plugins/bounded_http.py"
-CLIENT_MODULES = ("urllib.request", "http.client", "httpx", "httpx2", "httpcore", "httpcore2", "requests", "aiohttp",
-                  "urllib3", "pycurl")
+CLIENT_MODULES = (
+    "urllib.request",
+    "http.client",
+    "httpx",
+    "httpx2",
+    "httpcore",
+    "httpcore2",
+    "requests",
+    "aiohttp",
+    "urllib3",
+    "pycurl",
+)
 OPENAI_CLIENTS = ("OpenAI", "AsyncOpenAI", "AzureOpenAI", "AsyncAzureOpenAI")
 NOT_CLIENTS = frozenset({"urllib.request.pathname2url", "urllib.request.url2pathname"})  # path helpers, no network
 
 # (file, what) -> why it may stay. Keep this short: each entry is an exchange the reader does not bound.
 ALLOWED: dict[tuple[str, str], str] = {
-    ("lmms_eval_plugins/recording_proxy.py", "import http.client"):
-        "check-model's loopback reverse proxy forwards any method, headers and body unchanged; its upstream read is "
-        "capped (MAX_BODY, read(max_body + 1)), follows no redirect (_NoRedirect) and has a per-read timeout. "
-        "To go: forward through bounded_http.http_client(...).request(...)",
+    (
+        "lmms_eval_plugins/recording_proxy.py",
+        "import http.client",
+    ): "check-model's loopback reverse proxy forwards any method, headers and body unchanged; its upstream read is "
+    "capped (MAX_BODY, read(max_body + 1)), follows no redirect (_NoRedirect) and has a per-read timeout. "
+    "To go: forward through bounded_http.http_client(...).request(...)",
     ("lmms_eval_plugins/recording_proxy.py", "import urllib.request"): "the same proxy (see above)",
 }
 
@@ -69,8 +81,12 @@ def findings(path: Path) -> list[tuple[int, str]]:
         if not isinstance(node, ast.Call):
             continue
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in OPENAI_CLIENTS and \
-                isinstance(func.value, ast.Name) and func.value.id in openai_modules:
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in OPENAI_CLIENTS
+            and isinstance(func.value, ast.Name)
+            and func.value.id in openai_modules
+        ):
             found.append((node.lineno, f"{func.value.id}.{func.attr}(...)"))
         elif isinstance(func, ast.Name) and func.id in openai_names:
             found.append((node.lineno, f"{func.id}(...)"))
@@ -87,10 +103,18 @@ def test_the_scan_sees_every_kind_of_client(tmp_path):
         "import urllib.request\nfrom http import client\nimport httpx2 as h\nfrom requests import get\n"
         "import openai as oa\nfrom openai import AsyncOpenAI as A\n"
         "def f():\n    import aiohttp\n    oa.OpenAI(api_key='k')\n    A()\n    openai.AzureOpenAI()\n"
-        "import urllib.parse\nfrom http import HTTPStatus\nimport openai\nfrom urllib.request import pathname2url\n")
+        "import urllib.parse\nfrom http import HTTPStatus\nimport openai\nfrom urllib.request import pathname2url\n"
+    )
     assert [what for _, what in findings(sample)] == [
-        "import urllib.request", "import http.client", "import httpx2", "import requests.get", "import aiohttp",
-        "oa.OpenAI(...)", "A(...)", "openai.AzureOpenAI(...)"]
+        "import urllib.request",
+        "import http.client",
+        "import httpx2",
+        "import requests.get",
+        "import aiohttp",
+        "oa.OpenAI(...)",
+        "A(...)",
+        "openai.AzureOpenAI(...)",
+    ]
 
 
 def test_the_reader_is_where_the_clients_are_built():
@@ -108,8 +132,12 @@ def test_no_http_client_is_built_outside_the_bounded_reader():
             continue
         for line, what in findings(path):
             seen.setdefault((rel, what), []).append(line)
-    unexpected = [f"{rel}:{lines[0]}: {what}" for (rel, what), lines in sorted(seen.items()) if (rel, what) not in ALLOWED]
-    assert not unexpected, ("HTTP clients outside lmms_eval_plugins/bounded_http.py (use bounded_http.openai_client or "
-                            "bounded_http.fetch):\n" + "\n".join(unexpected))
+    unexpected = [
+        f"{rel}:{lines[0]}: {what}" for (rel, what), lines in sorted(seen.items()) if (rel, what) not in ALLOWED
+    ]
+    assert not unexpected, (
+        "HTTP clients outside lmms_eval_plugins/bounded_http.py (use bounded_http.openai_client or "
+        "bounded_http.fetch):\n" + "\n".join(unexpected)
+    )
     stale = [f"{rel}: {what}" for rel, what in ALLOWED if (rel, what) not in seen]
     assert not stale, "allow-list entries no longer needed (remove them):\n" + "\n".join(stale)

@@ -37,25 +37,47 @@ CLI = [sys.executable, "-m", "lmms_eval_plugins.cli"]
 SAS_LABEL, SAS = "LEAK-label-sig-0a1b2c", "LEAK-sas-sig%2B9x8y7z%3D"
 FUNC, DICT, BEARER, PLAIN = "LEAK-func-code-Zk3q==", "sk-LEAK-dict-5f6e7d", "LEAK-bearer.abc.def", "sk-LEAK-plain-1234"
 JSON_DICT, JSON_STR, HEADER = "sk-LEAK-json-dict-42", "LEAK-json-string-43", "LEAK-header-bearer-44"
-STRING_ARGS = (f"pretrained=https://models.example/m?sig={SAS_LABEL},"
-               f"sas_url=https://acct.blob.core.windows.net/c/b.json?sv=2022-11-02&se=2030-01-01&sp=r&sig={SAS},"
-               f"fn_url=https://fn.azurewebsites.net/api/judge?code={FUNC},"
-               f"client_kwargs={{'api_key': '{DICT}', 'timeout': 30}},"
-               f'default_headers={{"Authorization": "Bearer {BEARER}"}},'
-               f"apikey={PLAIN},trust_remote_code=True,max_new_tokens=16")
-DICT_ARGS = {"pretrained": "m2", "client_kwargs": {"api_key": JSON_DICT, "max_retries": 1},
-             "extra_body": json.dumps({"token": JSON_STR}), "headers": f"Authorization: Bearer {HEADER}"}
+STRING_ARGS = (
+    f"pretrained=https://models.example/m?sig={SAS_LABEL},"
+    f"sas_url=https://acct.blob.core.windows.net/c/b.json?sv=2022-11-02&se=2030-01-01&sp=r&sig={SAS},"
+    f"fn_url=https://fn.azurewebsites.net/api/judge?code={FUNC},"
+    f"client_kwargs={{'api_key': '{DICT}', 'timeout': 30}},"
+    f'default_headers={{"Authorization": "Bearer {BEARER}"}},'
+    f"apikey={PLAIN},trust_remote_code=True,max_new_tokens=16"
+)
+DICT_ARGS = {
+    "pretrained": "m2",
+    "client_kwargs": {"api_key": JSON_DICT, "max_retries": 1},
+    "extra_body": json.dumps({"token": JSON_STR}),
+    "headers": f"Authorization: Bearer {HEADER}",
+}
 # what must still be shown: the names, the harmless values, where each credential was
-SHOWN = ("sig=***", "code=***", "'api_key': '***'", "Bearer ***", "apikey=***", "trust_remote_code=True",
-         "max_new_tokens=16", "se=2030-01-01")
+SHOWN = (
+    "sig=***",
+    "code=***",
+    "'api_key': '***'",
+    "Bearer ***",
+    "apikey=***",
+    "trust_remote_code=True",
+    "max_new_tokens=16",
+    "se=2030-01-01",
+)
 
 
 def _run(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, check=False,
-                          env={**os.environ, **(env or {})}, cwd=cwd)
+    return subprocess.run(
+        [*CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
 
 
 # ------------------------------------------------------------------------------------------- the real CLIs
+
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
@@ -92,11 +114,30 @@ def test_the_report_shows_no_credential_of_any_form(report):
 @pytest.fixture(scope="module")
 def check_model(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("one-redactor-check-model")
-    env = {"LMMS_EVAL_PLUGINS_CACHE": str(tmp / "cache"), "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp / "judge.sqlite3"),
-           "HF_DATASETS_CACHE": str(tmp / "hf")}
-    done = _run("check-model", "--model", "oracle", "--tasks", "errorradar_step_sample", "--limit", "1", "--no-shapes",
-                "--no-observe", "--json", str(tmp / "report.json"), "--output_path", str(tmp / "runs"),
-                "--model_args", STRING_ARGS + ",note=<b>\x1b]0;pwned\x07\u202e", cwd=tmp, env=env)
+    env = {
+        "LMMS_EVAL_PLUGINS_CACHE": str(tmp / "cache"),
+        "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp / "judge.sqlite3"),
+        "HF_DATASETS_CACHE": str(tmp / "hf"),
+    }
+    done = _run(
+        "check-model",
+        "--model",
+        "oracle",
+        "--tasks",
+        "errorradar_step_sample",
+        "--limit",
+        "1",
+        "--no-shapes",
+        "--no-observe",
+        "--json",
+        str(tmp / "report.json"),
+        "--output_path",
+        str(tmp / "runs"),
+        "--model_args",
+        STRING_ARGS + ",note=<b>\x1b]0;pwned\x07\u202e",
+        cwd=tmp,
+        env=env,
+    )
     return done, tmp / "report.json"
 
 
@@ -120,7 +161,9 @@ def test_check_model_shows_no_credential_of_any_form_and_no_control_character(ch
 
 SHIPPED = ("lmms_eval_plugins", "judges", "task_yamls")
 # words a credential pattern is made of (what an own list or regex of credential names would hold)
-_CREDENTIAL_WORD = re.compile(r"key|token|secret|passw|pwd|auth|\bsig\b|signature|bearer|credential|cookie", re.IGNORECASE)
+_CREDENTIAL_WORD = re.compile(
+    r"key|token|secret|passw|pwd|auth|\bsig\b|signature|bearer|credential|cookie", re.IGNORECASE
+)
 
 
 def credential_lists(path: Path) -> list[str]:
@@ -154,8 +197,10 @@ def test_no_credential_list_outside_safe_text():
 
 def test_the_check_finds_a_second_list(tmp_path):
     planted = tmp_path / "planted.py"
-    planted.write_text('NAMES = frozenset(("api_key", "sig"))\nPATTERN = r"apikey|passwd"\n'
-                       'OK = ("max_new_tokens", "trust_remote_code", "keyframes")\n')
+    planted.write_text(
+        'NAMES = frozenset(("api_key", "sig"))\nPATTERN = r"apikey|passwd"\n'
+        'OK = ("max_new_tokens", "trust_remote_code", "keyframes")\n'
+    )
     assert sorted(f.split(":")[0] for f in credential_lists(planted)) == ["line 1", "line 2"]
 
 
@@ -167,33 +212,52 @@ def test_the_judges_use_the_one_redactor_and_the_one_list():
 
     assert redaction.Redactor is safe_text.Redactor and redaction.encoded_forms is safe_text.encoded_forms
     # every name the redactor hides, the judge's URL check refuses; and nothing else
-    for name in ("sig", "code", "X-Amz-Signature", "x-functions-key", "Ocp-Apim-Subscription-Key", "clientSecret",
-                 "passwd", "access_token", "key"):
+    for name in (
+        "sig",
+        "code",
+        "X-Amz-Signature",
+        "x-functions-key",
+        "Ocp-Apim-Subscription-Key",
+        "clientSecret",
+        "passwd",
+        "access_token",
+        "key",
+    ):
         assert credential_query_params(f"https://h/v1?api-version=1&{name}=v") == [name], name
         assert safe_text.redact(f"https://h/v1?api-version=1&{name}=v") == f"https://h/v1?api-version=1&{name}=***"
 
 
 # ------------------------------------------------------------------------------------------- by hand
 
-@pytest.mark.parametrize("text, expected", [
-    ("https://a.blob.core.windows.net/c?sv=2022-11-02&sig=AbC%2Bd&sp=r", "https://a.blob.core.windows.net/c?sv=2022-11-02&sig=***&sp=r"),
-    ("https://f.azurewebsites.net/api/x?code=Zk3q==&name=a", "https://f.azurewebsites.net/api/x?code=***&name=a"),
-    ("client_kwargs={'api_key': 'sk-1', 'timeout': 3}", "client_kwargs={'api_key': '***', 'timeout': 3}"),
-    ('{"client_kwargs": {"api_key": "sk-2"}, "n": 1}', '{"client_kwargs": {"api_key": "***"}, "n": 1}'),
-    ('"{\\"token\\": \\"t-3\\"}"', '"{\\"token\\": \\"***\\"}"'),
-    ("Authorization: Bearer abc.def", "Authorization: Bearer ***"),
-    ("curl -H 'Authorization: Basic dXNlcjpwYXNz' h", "curl -H 'Authorization: Basic ***' h"),
-    ("sent Bearer sk-4 upstream", "sent Bearer *** upstream"),
-    ("http://user:pw@h:1/v1?api_key=k&q=2", "http://***@h:1/v1?api_key=***&q=2"),
-    ("X-Api-Key: abc123, other", "X-Api-Key: ***, other"),
-    ("password = 'a b c' rest", "password = '***' rest"),
-    ("auth=('u', 'p'),y=1", "auth=***,y=1"),
-    ("x='api_key=secret'", "x='api_key=***'"),
-    # not credentials: counts, flags, keyframes, prose and URLs without one
-    ("max_new_tokens=16,trust_remote_code=True,keyframes=3", "max_new_tokens=16,trust_remote_code=True,keyframes=3"),
-    ("Note: see http://example.com/a:b", "Note: see http://example.com/a:b"),
-    ("api_key=***,x=1", "api_key=***,x=1"),
-])
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            "https://a.blob.core.windows.net/c?sv=2022-11-02&sig=AbC%2Bd&sp=r",
+            "https://a.blob.core.windows.net/c?sv=2022-11-02&sig=***&sp=r",
+        ),
+        ("https://f.azurewebsites.net/api/x?code=Zk3q==&name=a", "https://f.azurewebsites.net/api/x?code=***&name=a"),
+        ("client_kwargs={'api_key': 'sk-1', 'timeout': 3}", "client_kwargs={'api_key': '***', 'timeout': 3}"),
+        ('{"client_kwargs": {"api_key": "sk-2"}, "n": 1}', '{"client_kwargs": {"api_key": "***"}, "n": 1}'),
+        ('"{\\"token\\": \\"t-3\\"}"', '"{\\"token\\": \\"***\\"}"'),
+        ("Authorization: Bearer abc.def", "Authorization: Bearer ***"),
+        ("curl -H 'Authorization: Basic dXNlcjpwYXNz' h", "curl -H 'Authorization: Basic ***' h"),
+        ("sent Bearer sk-4 upstream", "sent Bearer *** upstream"),
+        ("http://user:pw@h:1/v1?api_key=k&q=2", "http://***@h:1/v1?api_key=***&q=2"),
+        ("X-Api-Key: abc123, other", "X-Api-Key: ***, other"),
+        ("password = 'a b c' rest", "password = '***' rest"),
+        ("auth=('u', 'p'),y=1", "auth=***,y=1"),
+        ("x='api_key=secret'", "x='api_key=***'"),
+        # not credentials: counts, flags, keyframes, prose and URLs without one
+        (
+            "max_new_tokens=16,trust_remote_code=True,keyframes=3",
+            "max_new_tokens=16,trust_remote_code=True,keyframes=3",
+        ),
+        ("Note: see http://example.com/a:b", "Note: see http://example.com/a:b"),
+        ("api_key=***,x=1", "api_key=***,x=1"),
+    ],
+)
 def test_redact_by_hand(text, expected):
     from lmms_eval_plugins.safe_text import redact
 
@@ -219,8 +283,10 @@ def test_model_args_as_a_dict_keep_their_shape_and_lose_their_credentials():
         redact_structure,
     )
 
-    assert redact_model_args(DICT_ARGS) == ('pretrained=m2,client_kwargs={"api_key": "***", "max_retries": 1},'
-                                            'extra_body={"token": "***"},headers=Authorization: Bearer ***')
+    assert redact_model_args(DICT_ARGS) == (
+        'pretrained=m2,client_kwargs={"api_key": "***", "max_retries": 1},'
+        'extra_body={"token": "***"},headers=Authorization: Bearer ***'
+    )
     assert redact_structure({"a": [{"sig": "x"}, "code=y"], "n": 2}) == {"a": [{"sig": "***"}, "code=***"], "n": 2}
     assert credential_values("use_auth=True,api_key=sk-12345,x={'token': 'tok-999'}") == ["sk-12345", "tok-999"]
 
@@ -233,8 +299,20 @@ def test_the_judges_redactor_keeps_reply_text_it_parses():
     assert Redactor(["sk-judge-key-0"], forms=True)("key: B") == "key: ***"
 
 
-@pytest.mark.parametrize("unit", ["api_key='x' ", "api_key='", "a=", "api_key={", "http://u@h ", "Bearer x ",
-                                  '\\"token\\": \\"', "key=(", "x" * 50 + ":"])
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "api_key='x' ",
+        "api_key='",
+        "a=",
+        "api_key={",
+        "http://u@h ",
+        "Bearer x ",
+        '\\"token\\": \\"',
+        "key=(",
+        "x" * 50 + ":",
+    ],
+)
 def test_redact_is_linear_on_hostile_text(unit):
     from lmms_eval_plugins.safe_text import redact
 

@@ -31,10 +31,25 @@ ALLOWED: dict[tuple[str, str], str] = {
 _WRITE_MODE = set("wax+")
 _WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "O_TRUNC"}
 _ALWAYS = {  # calls that create, replace or move a file whatever their arguments
-    "os.replace", "os.rename", "os.renames", "os.link", "os.symlink", "os.mkfifo",
-    "tempfile.mkstemp", "tempfile.NamedTemporaryFile", "tempfile.TemporaryFile", "tempfile.SpooledTemporaryFile",
-    "mkstemp", "NamedTemporaryFile", "TemporaryFile", "SpooledTemporaryFile",
-    "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree", "shutil.move",
+    "os.replace",
+    "os.rename",
+    "os.renames",
+    "os.link",
+    "os.symlink",
+    "os.mkfifo",
+    "tempfile.mkstemp",
+    "tempfile.NamedTemporaryFile",
+    "tempfile.TemporaryFile",
+    "tempfile.SpooledTemporaryFile",
+    "mkstemp",
+    "NamedTemporaryFile",
+    "TemporaryFile",
+    "SpooledTemporaryFile",
+    "shutil.copy",
+    "shutil.copy2",
+    "shutil.copyfile",
+    "shutil.copytree",
+    "shutil.move",
 }
 _ALWAYS_METHODS = {"write_text", "write_bytes", "symlink_to", "hardlink_to", "link_to"}
 
@@ -112,8 +127,12 @@ def _findings() -> dict[tuple[str, str], list[int]]:
 
 def test_no_module_writes_a_file_outside_the_one_writer():
     found = _findings()
-    stray = [f"{rel}:{line}: {name}(...)" for (rel, name), lines in sorted(found.items()) if (rel, name) not in ALLOWED
-             for line in lines]
+    stray = [
+        f"{rel}:{line}: {name}(...)"
+        for (rel, name), lines in sorted(found.items())
+        if (rel, name) not in ALLOWED
+        for line in lines
+    ]
     assert not stray, (
         "these open a file for writing (or move one) without lmms_eval_plugins.safe_files, which never follows a "
         "link: use write_atomic / atomic_writer / open_append / write_new / move_into_place instead\n  "
@@ -133,39 +152,42 @@ def test_the_writer_itself_is_scanned_and_exists():
     assert len(_modules()) > 50  # the scan sees the whole package, not an empty folder
 
 
-@pytest.mark.parametrize("code, flagged", [
-    ('open(p, "w")', True),
-    ('open(p, "rb")', False),
-    ('open(p)', False),
-    ('open(p, mode="a+")', True),
-    ('open(p, m)', True),
-    ('io.open(p, "x")', True),
-    ('Path(p).open("ab")', True),
-    ('Path(p).open(encoding="utf-8")', False),
-    ('p.open(mode="r+")', True),
-    ('Image.open(p)', False),
-    ('self._opener.open(request, timeout=5)', False),
-    ('p.write_text("x")', True),
-    ('p.write_bytes(b"x")', True),
-    ('os.open(p, os.O_RDONLY | os.O_NOFOLLOW)', False),
-    ('os.open(p, os.O_WRONLY | os.O_CREAT, 0o600)', True),
-    ('os.open(p, flags)', True),
-    ('flags = os.O_RDONLY | os.O_NOFOLLOW\nos.open(p, flags)', False),
-    ('flags = os.O_WRONLY | os.O_CREAT\nos.open(p, flags)', True),
-    ('os.replace(a, b)', True),
-    ('os.rename(a, b)', True),
-    ('tmp.rename(target)', True),
-    ('tmp.replace(target)', True),
-    ('text.replace("a", "b")', False),
-    ('df.rename(columns={})', False),
-    ('tempfile.mkstemp(dir=d)', True),
-    ('tempfile.NamedTemporaryFile(dir=d)', True),
-    ('tempfile.mkdtemp(dir=d)', False),
-    ('shutil.copy2(a, b)', True),
-    ('os.fdopen(fd, "w")', True),
-    ('os.fdopen(fd, "rb")', False),
-    ('sqlite3.connect(path)', False),
-])
+@pytest.mark.parametrize(
+    "code, flagged",
+    [
+        ('open(p, "w")', True),
+        ('open(p, "rb")', False),
+        ("open(p)", False),
+        ('open(p, mode="a+")', True),
+        ("open(p, m)", True),
+        ('io.open(p, "x")', True),
+        ('Path(p).open("ab")', True),
+        ('Path(p).open(encoding="utf-8")', False),
+        ('p.open(mode="r+")', True),
+        ("Image.open(p)", False),
+        ("self._opener.open(request, timeout=5)", False),
+        ('p.write_text("x")', True),
+        ('p.write_bytes(b"x")', True),
+        ("os.open(p, os.O_RDONLY | os.O_NOFOLLOW)", False),
+        ("os.open(p, os.O_WRONLY | os.O_CREAT, 0o600)", True),
+        ("os.open(p, flags)", True),
+        ("flags = os.O_RDONLY | os.O_NOFOLLOW\nos.open(p, flags)", False),
+        ("flags = os.O_WRONLY | os.O_CREAT\nos.open(p, flags)", True),
+        ("os.replace(a, b)", True),
+        ("os.rename(a, b)", True),
+        ("tmp.rename(target)", True),
+        ("tmp.replace(target)", True),
+        ('text.replace("a", "b")', False),
+        ("df.rename(columns={})", False),
+        ("tempfile.mkstemp(dir=d)", True),
+        ("tempfile.NamedTemporaryFile(dir=d)", True),
+        ("tempfile.mkdtemp(dir=d)", False),
+        ("shutil.copy2(a, b)", True),
+        ('os.fdopen(fd, "w")', True),
+        ('os.fdopen(fd, "rb")', False),
+        ("sqlite3.connect(path)", False),
+    ],
+)
 def test_the_scan_by_hand(code, flagged):
     assert bool(write_calls(code)) is flagged
 
@@ -179,7 +201,9 @@ def test_write_atomic_refuses_a_link_and_leaves_no_temp_file(tmp_path):
     outside = tmp_path / "outside"
     outside.write_text("keep")
     (tmp_path / "report.json").symlink_to(outside)
-    with pytest.raises(UnsafePathError, match="report.json is a symbolic link .*remove it; the plugin never writes through a link"):
+    with pytest.raises(
+        UnsafePathError, match="report.json is a symbolic link .*remove it; the plugin never writes through a link"
+    ):
         write_atomic(tmp_path / "report.json", "{}")
     assert outside.read_text() == "keep" and sorted(p.name for p in tmp_path.iterdir()) == ["outside", "report.json"]
     (tmp_path / "fifo").mkdir()

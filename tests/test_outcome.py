@@ -10,15 +10,18 @@ from testkit.task_utils import load_task_utils
 FAILED = "[LMMS_EVAL_REQUEST_FAILED after 5 retries] Connection error."
 
 
-@pytest.mark.parametrize("reply, reason", [
-    (FAILED, outcome.REQUEST_FAILED),
-    ("  [LMMS_EVAL_REQUEST_FAILED after 1 retries] Error code: 500", outcome.REQUEST_FAILED),
-    ("[LMMS_EVAL_BUDGET_EXCEEDED]", outcome.BUDGET_EXCEEDED),
-    ("Error Step: Step 2", None),
-    ("The server said [LMMS_EVAL_REQUEST_FAILED after 5 retries]", None),  # quoted inside an answer: an answer
-    ("", None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "reply, reason",
+    [
+        (FAILED, outcome.REQUEST_FAILED),
+        ("  [LMMS_EVAL_REQUEST_FAILED after 1 retries] Error code: 500", outcome.REQUEST_FAILED),
+        ("[LMMS_EVAL_BUDGET_EXCEEDED]", outcome.BUDGET_EXCEEDED),
+        ("Error Step: Step 2", None),
+        ("The server said [LMMS_EVAL_REQUEST_FAILED after 5 retries]", None),  # quoted inside an answer: an answer
+        ("", None),
+        (None, None),
+    ],
+)
 def test_request_failure_reads_lmms_evals_markers_only_at_the_start(reply, reason):
     assert outcome.request_failure(reply) == reason
 
@@ -58,12 +61,15 @@ def test_guard_wraps_an_aggregation_but_not_the_count():
 
 # Every benchmark: a failed request makes each metric of the task null and is counted, hand-checked on
 # one scored and one failed sample per task.
-@pytest.mark.parametrize("benchmark, process, good_reply", [
-    ("errorradar", "process_results_step", "Error Step: Step 1"),
-    ("errorradar", "process_results_cate", "Error Category: Calculation Error"),
-    ("mmerror", "process_results_etc", "A"),
-    ("crossvid", "process_results", "A"),
-])
+@pytest.mark.parametrize(
+    "benchmark, process, good_reply",
+    [
+        ("errorradar", "process_results_step", "Error Step: Step 1"),
+        ("errorradar", "process_results_cate", "Error Category: Calculation Error"),
+        ("mmerror", "process_results_etc", "A"),
+        ("crossvid", "process_results", "A"),
+    ],
+)
 def test_each_task_nulls_its_metrics_and_counts_the_failed_sample(benchmark, process, good_reply):
     utils = load_task_utils(benchmark)
     doc = _first_doc(utils, benchmark, process)
@@ -71,7 +77,9 @@ def test_each_task_nulls_its_metrics_and_counts_the_failed_sample(benchmark, pro
     bad = getattr(utils, process)(doc, [FAILED])
     assert set(good) == set(bad) and "unscored" in good
     for metric in good:
-        aggregate = getattr(utils, f"agg_{metric}", None) or getattr(utils, f"agg_{metric.replace(benchmark + '_', '')}", None)
+        aggregate = getattr(utils, f"agg_{metric}", None) or getattr(
+            utils, f"agg_{metric.replace(benchmark + '_', '')}", None
+        )
         if aggregate is None or metric == "unscored":
             continue
         if metric in (outcome.SKIPPED_METRIC, outcome.SKIPPED_BY_REASON_METRIC):  # the run's, not the sample's
@@ -83,13 +91,17 @@ def test_each_task_nulls_its_metrics_and_counts_the_failed_sample(benchmark, pro
 
 
 def _first_doc(utils, benchmark, process):
-    process_docs = {"process_results_step": "process_docs_step", "process_results_cate": "process_docs_cate",
-                    "process_results_etc": "process_docs_etc"}.get(process, "process_docs_bu")
+    process_docs = {
+        "process_results_step": "process_docs_step",
+        "process_results_cate": "process_docs_cate",
+        "process_results_etc": "process_docs_etc",
+    }.get(process, "process_docs_bu")
     source = {"benchmark": benchmark, "source": "sample", **({"frames": 4} if benchmark == "crossvid" else {})}
     return list(getattr(utils, process_docs)([source]))[0]
 
 
 # ----------------------------------------------------------------------------------------------- skipped records
+
 
 def test_skipped_records_are_counted_by_reason_per_call(tmp_path, monkeypatch):
     from lmms_eval_plugins.data import keep_records_with_media
@@ -121,8 +133,10 @@ def test_skipped_counts_travel_on_docs_to_the_aggregation():
     records = Kept(["a", "b"])
     records.skipped = {"missing media": 3, "no label": 1}
     docs = stamp_skipped([{"id": 1}, {"id": 2}], records)
-    items = [outcome.with_unscored({"acc": {"correct": True}}, ["A"], doc=docs[0]),
-             outcome.with_unscored({"acc": {"correct": False}}, [FAILED], doc=docs[1])]
+    items = [
+        outcome.with_unscored({"acc": {"correct": True}}, ["A"], doc=docs[0]),
+        outcome.with_unscored({"acc": {"correct": False}}, [FAILED], doc=docs[1]),
+    ]
     skipped = [i["skipped"] for i in items]
     assert outcome.agg_skipped(skipped) == 4
     assert outcome.agg_skipped_by_reason([i["skipped_by_reason"] for i in items]) == {"missing media": 3, "no label": 1}
@@ -135,9 +149,18 @@ def test_skipped_counts_travel_on_docs_to_the_aggregation():
     assert outcome.agg_skipped([item["skipped"]]) == 0 and outcome.agg_skipped_by_reason([item["skipped"]]) == {}
 
 
-@pytest.mark.parametrize("raw", ["not a list", '[{"reason": "missing media", "count": 3}]', [1, 2],
-                                 [{"reason": "missing media", "count": "3"}], [{"reason": 3, "count": 3}],
-                                 {"missing media": 3}, None])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "not a list",
+        '[{"reason": "missing media", "count": 3}]',
+        [1, 2],
+        [{"reason": "missing media", "count": "3"}],
+        [{"reason": 3, "count": 3}],
+        {"missing media": 3},
+        None,
+    ],
+)
 def test_a_malformed_skipped_stamp_counts_nothing(raw):
     assert outcome.agg_skipped([{outcome.SKIPPED_FIELD: raw}]) == 0
 
@@ -151,20 +174,29 @@ def test_the_skipped_stamp_is_arrow_native_and_read_without_json():
     # a list of {reason, count} structs in Arrow, by reason, read back as it was written
     import pyarrow as pa
 
-    assert docs.data.schema.field(outcome.SKIPPED_FIELD).type == pa.list_(pa.struct([("reason", pa.string()),
-                                                                                        ("count", pa.int64())]))
-    assert docs[1][outcome.SKIPPED_FIELD] == [{"reason": "missing media", "count": 3}, {"reason": "no label", "count": 1}]
+    assert docs.data.schema.field(outcome.SKIPPED_FIELD).type == pa.list_(
+        pa.struct([("reason", pa.string()), ("count", pa.int64())])
+    )
+    assert docs[1][outcome.SKIPPED_FIELD] == [
+        {"reason": "missing media", "count": 3},
+        {"reason": "no label", "count": 1},
+    ]
     assert outcome.agg_skipped_by_reason([{outcome.SKIPPED_FIELD: docs[0][outcome.SKIPPED_FIELD]}]) == {
-        "missing media": 3, "no label": 1}
+        "missing media": 3,
+        "no label": 1,
+    }
     # nothing skipped: an empty list (Arrow infers list<null> from it) that reads back as no counts
     empty = to_dataset(stamp_skipped([{"id": 1}], Kept(["a"])))
     assert empty[0][outcome.SKIPPED_FIELD] == []
     assert outcome.stamped_counts(empty[0][outcome.SKIPPED_FIELD]) == {}
     # by hand: a zero count is left out, a repeated reason adds up
-    assert outcome.stamped_counts([{"reason": "a", "count": 0}, {"reason": "b", "count": 2}, {"reason": "b", "count": 1}]) == {"b": 3}
+    assert outcome.stamped_counts(
+        [{"reason": "a", "count": 0}, {"reason": "b", "count": 2}, {"reason": "b", "count": 1}]
+    ) == {"b": 3}
 
 
 # --------------------------------------------------------------------------- media noted unreadable: the run's state
+
 
 def test_unreadable_media_belongs_to_the_run_that_noted_it(tmp_path):
     from lmms_eval_plugins import run_state
@@ -202,10 +234,12 @@ def test_mmerror_counts_unlabelled_and_missing_media_records_apart(tmp_path, mon
     mm = load_task_utils("mmerror")
 
     base = {"question": "Q?", "correct_answer": "1", "error_reason": "Step 1: r.", "domain": "M", "subdomain": "s"}
-    records = [{**base, "question_id": "MMErroR_00001", "label": "B_Reasoning_Error"},
-               {**base, "question_id": "MMErroR_00002", "label": ""},
-               {**base, "question_id": "MMErroR_00003", "label": "A_Visual_Perception_Error"},
-               {**base, "question_id": "MMErroR_00004", "label": "B_Reasoning_Error"}]
+    records = [
+        {**base, "question_id": "MMErroR_00001", "label": "B_Reasoning_Error"},
+        {**base, "question_id": "MMErroR_00002", "label": ""},
+        {**base, "question_id": "MMErroR_00003", "label": "A_Visual_Perception_Error"},
+        {**base, "question_id": "MMErroR_00004", "label": "B_Reasoning_Error"},
+    ]
     (tmp_path / "data" / "jsons").mkdir(parents=True)
     (tmp_path / "data" / "images").mkdir()
     png = next((mm.SAMPLE_DIR / "data" / "images").glob("*.png"))
@@ -227,8 +261,11 @@ def test_the_evaluate_hook_starts_a_fresh_run_state_per_run(monkeypatch):
     from lmms_eval_plugins.judges import session
 
     seen = []
-    monkeypatch.setattr(evaluator, "simple_evaluate", lambda **kwargs: seen.append(
-        (run_state.current_run(), session.judging_deferred())))
+    monkeypatch.setattr(
+        evaluator,
+        "simple_evaluate",
+        lambda **kwargs: seen.append((run_state.current_run(), session.judging_deferred())),
+    )
     monkeypatch.setattr("sys.argv", ["lmms-eval"])  # no --output_path: nothing written
     stale = run_state.current_run()
     stale.note_unreadable_media("a.mp4", "r1")
@@ -245,16 +282,20 @@ def test_the_evaluate_hook_starts_a_fresh_run_state_per_run(monkeypatch):
 
 # --------------------------------------------------------------------------- the run's options: strict, decided once
 
-@pytest.mark.parametrize("model_args, env, expected", [
-    ("samples=run.json,strict=true", {}, True),
-    ("samples=run.json, strict = 1", {}, True),
-    ({"samples": "run.json", "strict": "yes"}, {}, True),
-    ("samples=run.json,strict=false", {}, False),
-    ("samples=run.json", {}, False),
-    ("samples=run.json", {"LMMS_EVAL_PLUGINS_STRICT": "1"}, True),
-    (None, {"LMMS_EVAL_PLUGINS_STRICT": "0"}, False),
-    ("pretrained=a,strictly=1", {}, False),  # another option's name is not `strict`
-])
+
+@pytest.mark.parametrize(
+    "model_args, env, expected",
+    [
+        ("samples=run.json,strict=true", {}, True),
+        ("samples=run.json, strict = 1", {}, True),
+        ({"samples": "run.json", "strict": "yes"}, {}, True),
+        ("samples=run.json,strict=false", {}, False),
+        ("samples=run.json", {}, False),
+        ("samples=run.json", {"LMMS_EVAL_PLUGINS_STRICT": "1"}, True),
+        (None, {"LMMS_EVAL_PLUGINS_STRICT": "0"}, False),
+        ("pretrained=a,strictly=1", {}, False),  # another option's name is not `strict`
+    ],
+)
 def test_strict_comes_from_the_run_configuration(model_args, env, expected):
     from lmms_eval_plugins import run_state
 

@@ -18,8 +18,12 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> zipfile.ZipFile:
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(REPO)],
-                   check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(REPO)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     (path,) = out.glob("lmms_eval_plugins-*.whl")
     return zipfile.ZipFile(path)
 
@@ -32,8 +36,11 @@ def wheel_names(wheel) -> set[str]:
 @pytest.mark.wheel
 def test_wheel_ships_every_task_file(wheel_names):
     source = REPO / "task_yamls"
-    expected = {f"lmms_eval_plugins/task_yamls/{p.relative_to(source).as_posix()}" for p in source.rglob("*")
-                if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    expected = {
+        f"lmms_eval_plugins/task_yamls/{p.relative_to(source).as_posix()}"
+        for p in source.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
     assert expected - wheel_names == set()
 
 

@@ -51,8 +51,10 @@ _DOCS: dict[str, dict] = {}
 
 def doc(task: str) -> dict:
     if task not in _DOCS:
-        rows = to_dataset(cv.load_docs({"benchmark": "crossvid", "source": "sample", "frames": 16}, task),
-                          features=cv.row_features(task))
+        rows = to_dataset(
+            cv.load_docs({"benchmark": "crossvid", "source": "sample", "frames": 16}, task),
+            features=cv.row_features(task),
+        )
         _DOCS[task] = rows[0]  # as lmms-eval holds it: an Arrow row
     return _DOCS[task]
 
@@ -92,12 +94,14 @@ def test_the_corpus_covers_every_task_and_names_the_official_code():
     assert len(LINES) >= 400 and len({line["id"] for line in LINES}) == len(LINES)
     assert {t: len(rows) >= 30 for t, rows in BY_TASK.items()} == dict.fromkeys(cv.TASKS, True)
     for line in LINES:
-        assert line["official_source"].startswith(f"eval/{'score_CCQA' if line['task'] == 'CCQA' else line['task']}.py "
-                                                  "main().update"), line["id"]
+        assert line["official_source"].startswith(
+            f"eval/{'score_CCQA' if line['task'] == 'CCQA' else line['task']}.py main().update"
+        ), line["id"]
     for task in set(cv.TASKS) - {"CCQA"}:  # the rows' gold is the sample doc's
         gold = doc(task)["gold"]
         assert {json.dumps(line["gold"]) for line in BY_TASK[task]} == {
-            json.dumps(gold.get("interval") or (gold["letters"] if task == "BU" else gold["exact"]))}
+            json.dumps(gold.get("interval") or (gold["letters"] if task == "BU" else gold["exact"]))
+        }
     # the official edge cases of issue 30 are in it
     notes = " | ".join(line["note"] for line in CCQA)
     for case in ("2/4", "3/4", "wrong length", "2.5/4", "1/4", "0/0", "NaN"):
@@ -138,35 +142,51 @@ def test_the_task_score_is_the_official_one_with_its_nan_count(task):
 
 def test_the_ccqa_score_is_the_official_micro_average_with_its_nan_count():
     accepted = [line for line in CCQA if line["official"] is not None]
-    outcomes = [JudgeOutcome("rubric", "1", "m", verdict=v.score, detail=v.detail)
-                for v in (ccqa_verdict(line["reply"]) for line in accepted)]
+    outcomes = [
+        JudgeOutcome("rubric", "1", "m", verdict=v.score, detail=v.detail)
+        for v in (ccqa_verdict(line["reply"]) for line in accepted)
+    ]
     finite = [(o, line) for o, line in zip(outcomes, accepted) if isinstance(line["official"]["sum"], (int, float))]
     # official: sum(score) / sum(2 * len(coverage)) over the stored results
-    expected = 100.0 * sum(line["official"]["sum"] for _, line in finite) / sum(2 * line["official"]["points"] for _, line in finite)
+    expected = (
+        100.0
+        * sum(line["official"]["sum"] for _, line in finite)
+        / sum(2 * line["official"]["points"] for _, line in finite)
+    )
     assert rubric_micro_average([o for o, _ in finite]) == pytest.approx(expected)
     assert rubric_micro_average(outcomes) != rubric_micro_average(outcomes)  # NaN, as the official score
     assert rubric_official_nan_count(outcomes) == len(outcomes) - len(finite) == 4
     assert rubric_official_nan_count([o for o, _ in finite]) == 0
     # the issue's cases, by hand: 2/4, 3/4, 2.5/4, 1/4, and [] adds 0 of 0 to another question's 2/4
-    for body, percent in [('{"coverage": [1.0, 0.0], "correctness": [1.0, 0.0]}', 50.0),
-                          ('{"coverage": [2, 0], "correctness": [1, 0]}', 75.0),
-                          ('{"coverage": [0.5, 1], "correctness": [1, 0]}', 62.5),
-                          ('{"coverage": [true, -1], "correctness": [1, 0]}', 25.0)]:
+    for body, percent in [
+        ('{"coverage": [1.0, 0.0], "correctness": [1.0, 0.0]}', 50.0),
+        ('{"coverage": [2, 0], "correctness": [1, 0]}', 75.0),
+        ('{"coverage": [0.5, 1], "correctness": [1, 0]}', 62.5),
+        ('{"coverage": [true, -1], "correctness": [1, 0]}', 25.0),
+    ]:
         assert rubric_micro_average([ccqa_verdict(f"<score>{body}</score>").detail]) == percent
     empty = ccqa_verdict('<score>{"coverage": [], "correctness": []}</score>').detail
-    assert rubric_micro_average([empty]) != rubric_micro_average([empty])  # 0/0 alone: NaN (official: ZeroDivisionError)
-    assert rubric_micro_average([empty, ccqa_verdict('<score>{"coverage": [1, 0], "correctness": [1, 0]}</score>').detail]) == 50.0
+    assert rubric_micro_average([empty]) != rubric_micro_average(
+        [empty]
+    )  # 0/0 alone: NaN (official: ZeroDivisionError)
+    assert (
+        rubric_micro_average([empty, ccqa_verdict('<score>{"coverage": [1, 0], "correctness": [1, 0]}</score>').detail])
+        == 50.0
+    )
 
 
 def test_the_task_hooks_give_the_official_ccqa_score_in_strict_mode():
     """process_results_ccqa + agg_ccqa_score (lmms-eval's hooks) on strict verdicts: 3/4 and 2.5/4 -> 5.5/8."""
+
     def per_doc(reply):
         v = ccqa_verdict(reply)
         outcome = JudgeOutcome("rubric", "1", "judge-model", verdict=v.score, detail=v.detail)
         return cv.process_results_ccqa({"id": "0", "n_skipped": 0}, [[{"text": "x", "judge": outcome.to_dict()}]])
 
-    docs = [per_doc('<score>{"coverage": [2, 0], "correctness": [1, 0]}</score>'),
-            per_doc('<score>{"coverage": [0.5, 1], "correctness": [1, 0]}</score>')]
+    docs = [
+        per_doc('<score>{"coverage": [2, 0], "correctness": [1, 0]}</score>'),
+        per_doc('<score>{"coverage": [0.5, 1], "correctness": [1, 0]}</score>'),
+    ]
     assert cv.agg_ccqa_score([d["score"] for d in docs]) == pytest.approx(100 * 5.5 / 8)
     assert cv.agg_judge_errors([d["judge_errors"] for d in docs]) == 0
     nan = per_doc('<score>{"coverage": [NaN, 1], "correctness": [1, 0]}</score>')
@@ -174,9 +194,13 @@ def test_the_task_hooks_give_the_official_ccqa_score_in_strict_mode():
 
 
 def test_the_default_reading_still_refuses_what_strict_mode_adds():
-    for body in ('{"coverage": [1.0, 0.0], "correctness": [1.0, 0.0]}', '{"coverage": [2, 0], "correctness": [1, 0]}',
-                 '{"coverage": [true, true, true], "correctness": [true, true, true]}', '{"coverage": [], "correctness": []}',
-                 '{"coverage": [NaN, 1], "correctness": [1, 0]}'):
+    for body in (
+        '{"coverage": [1.0, 0.0], "correctness": [1.0, 0.0]}',
+        '{"coverage": [2, 0], "correctness": [1, 0]}',
+        '{"coverage": [true, true, true], "correctness": [true, true, true]}',
+        '{"coverage": [], "correctness": []}',
+        '{"coverage": [NaN, 1], "correctness": [1, 0]}',
+    ):
         with pytest.raises(ReplyParseError):
             parse_rubric_reply(f"<score>{body}</score>", 2)
     # and a verdict's detail stays strict JSON (what the judge cache and the logged samples store)
@@ -189,9 +213,13 @@ def test_lmms_eval_strips_replies_before_process_results_and_score_strict_keeps_
     """Through lmms-eval, a reply loses its surrounding whitespace and its <think> block before scoring:
     the rows that differ from official then are exactly those. A RawReply (what the replay model gives
     in strict mode) keeps its whitespace, so only the <think> rows still differ."""
+
     def differs(reply_as_given) -> list[str]:
-        return [line["id"] for line in EXACT
-                if not same(strict_item(line, reply_as_given(line["reply"]))["strict"], official_value(line))]
+        return [
+            line["id"]
+            for line in EXACT
+            if not same(strict_item(line, reply_as_given(line["reply"]))["strict"], official_value(line))
+        ]
 
     tagged = {line["id"] for line in EXACT if "<think>" in line["reply"] or "</think>" in line["reply"]}
     spaced = {line["id"] for line in EXACT if line["reply"] != line["reply"].strip()}
@@ -222,19 +250,25 @@ def test_a_think_only_reply_goes_to_the_judge_as_it_is_in_strict_mode_only():
 def test_the_runtime_asks_the_judge_about_a_think_only_reply_in_strict_mode(tmp_path, monkeypatch):
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE_CACHE_SECRET", str(tmp_path / "secret"))
     settings = RuntimeSettings(concurrency=2, timeout=2.0, max_attempts=2, retry_base=0.01, retry_max=0.05)
+
     def behaviour(req):  # a NaN verdict for the reply asking for one
         nan = "NaN please" in req.fields.get("MODEL_OUTPUT", "")
-        return Reply(content=score_block(req.body, {"coverage": [math.nan if nan else True, False],
-                                                    "correctness": [True, False]}))
+        return Reply(
+            content=score_block(
+                req.body, {"coverage": [math.nan if nan else True, False], "correctness": [True, False]}
+            )
+        )
 
     items = [ccqa_judge_item(THINK_ONLY, True), ccqa_judge_item(THINK_ONLY, False), ccqa_judge_item("NaN please", True)]
     with JudgeServer(lifetime=30, behaviour=behaviour) as server:
         endpoint = Endpoint(server.base_url, TEST_API_KEY)
-        outs = JudgeRuntime(tmp_path / "cache.sqlite3").judge_items(RubricJudge(), items, model="judge-model",
-                                                                    endpoint=endpoint, settings=settings)
+        outs = JudgeRuntime(tmp_path / "cache.sqlite3").judge_items(
+            RubricJudge(), items, model="judge-model", endpoint=endpoint, settings=settings
+        )
         assert server.n_requests == 2  # the strict items only
-        again = JudgeRuntime(tmp_path / "cache.sqlite3").judge_items(RubricJudge(), items, model="judge-model",
-                                                                     endpoint=endpoint, settings=settings)
+        again = JudgeRuntime(tmp_path / "cache.sqlite3").judge_items(
+            RubricJudge(), items, model="judge-model", endpoint=endpoint, settings=settings
+        )
         assert server.n_requests == 2 and again[2].cached  # a NaN verdict is cached and read back as it is
     assert outs[0].detail["reading"] == "official" and rubric_micro_average([outs[0]]) == 50.0
     assert outs[1].detail.get("empty_prediction") and rubric_micro_average([outs[1]]) == 0.0
@@ -242,6 +276,7 @@ def test_the_runtime_asks_the_judge_about_a_think_only_reply_in_strict_mode(tmp_
 
 
 # ----------------------------------------------------------------------------------------------- score --strict
+
 
 def _logged_run(folder: Path, reply: str) -> Path:
     """A minimal logged run of one task and one document (what `score` replays)."""
@@ -262,8 +297,12 @@ def test_the_replay_model_gives_the_logged_reply_raw_in_strict_mode(tmp_path, mo
 
     from lmms_eval_plugins.models.replay import Replay
 
-    request = Instance(request_type="generate_until", arguments=("Q0", {}, None, 0, "t", "test"), idx=0,
-                       metadata={"task": "t", "doc_id": 0, "repeats": 1})
+    request = Instance(
+        request_type="generate_until",
+        arguments=("Q0", {}, None, 0, "t", "test"),
+        idx=0,
+        metadata={"task": "t", "doc_id": 0, "repeats": 1},
+    )
     model = Replay(samples=str(_logged_run(tmp_path, " C\n")))
     monkeypatch.delenv("LMMS_EVAL_PLUGINS_STRICT", raising=False)
     assert [r.strip() for r in model.generate_until([request])] == ["C"]
@@ -296,9 +335,15 @@ def test_score_strict_scores_the_logged_reply_with_its_whitespace(tmp_path):
     (run / samples.name).write_text("".join(json.dumps(line) + "\n" for line in lines))
     env = {k: v for k, v in os.environ.items() if k != "LMMS_EVAL_PLUGINS_DATA_ROOT"}
     env.update(OFFLINE_ENV, LMMS_EVAL_PLUGINS_CACHE=str(tmp_path / "cache"), HF_DATASETS_CACHE=str(tmp_path / "hf"))
-    done = subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", "score", str(run), "--strict",
-                           "--tasks", "crossvid_nc_sample"], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "lmms_eval_plugins.cli", "score", str(run), "--strict", "--tasks", "crossvid_nc_sample"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=900,
+    )
     new = [p for p in run.glob("*_results.json") if p.name != results.name]
     assert len(new) == 1, done.stdout[-3000:]
     rescored_results = json.loads(new[0].read_text())

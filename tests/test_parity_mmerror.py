@@ -38,10 +38,14 @@ ROWS = read_jsonl(DATA)
 REPLIES = [r for r in ROWS if r["kind"] == "reply"]
 GOLD = [r for r in ROWS if r["kind"] == "gold_label"]
 RUNS = [r for r in ROWS if r["kind"] == "report"]
-SOURCES = {"reply": ("mmerror_eval/labels.py:normalize_label", "mmerror_eval/labels.py:normalize_presence_decision"),
-           "gold_label": ("mmerror_eval/labels.py:normalize_label",),
-           "report": ("mmerror_eval/runner.py:_evaluate_record_etc, mmerror_eval/reporting.py:compute_model_metrics",
-                      "mmerror_eval/runner.py:_evaluate_record_epd, mmerror_eval/reporting.py:compute_model_metrics")}
+SOURCES = {
+    "reply": ("mmerror_eval/labels.py:normalize_label", "mmerror_eval/labels.py:normalize_presence_decision"),
+    "gold_label": ("mmerror_eval/labels.py:normalize_label",),
+    "report": (
+        "mmerror_eval/runner.py:_evaluate_record_etc, mmerror_eval/reporting.py:compute_model_metrics",
+        "mmerror_eval/runner.py:_evaluate_record_epd, mmerror_eval/reporting.py:compute_model_metrics",
+    ),
+}
 
 
 def test_the_parity_data_is_large_and_names_its_official_source():
@@ -64,35 +68,58 @@ def _our_reading(row: dict) -> str | None:
 @pytest.mark.parametrize("family", ["etc", "epd_type", "epd_presence"])
 def test_the_official_parsers_agree_with_the_official_code_on_every_reply(family):
     rows = [r for r in REPLIES if r["family"] == family]
-    wrong = [f"{r['id']}: {r['reply']!r} -> {_our_reading(r)}, official {r['official']}"
-             for r in rows if _our_reading(r) != r["official"]]
+    wrong = [
+        f"{r['id']}: {r['reply']!r} -> {_our_reading(r)}, official {r['official']}"
+        for r in rows
+        if _our_reading(r) != r["official"]
+    ]
     assert not wrong, "\n".join(wrong)
 
 
 def test_gold_labels_are_read_as_the_official_code_reads_them():
-    wrong = [r["id"] for r in GOLD if (official_gold_letter(r["label"], "ABCD"), official_gold_letter(r["label"]))
-             != (r["official_etc"], r["official_epd"])]
+    wrong = [
+        r["id"]
+        for r in GOLD
+        if (official_gold_letter(r["label"], "ABCD"), official_gold_letter(r["label"]))
+        != (r["official_etc"], r["official_epd"])
+    ]
     assert not wrong
     by_label = {r["label"]: r["official_epd"] for r in GOLD}  # the issue's three spellings
-    assert (by_label["Visual Reasoning Error"], by_label["Reasoning about the question"], by_label["b"]) == ("A", "B", "B")
+    assert (by_label["Visual Reasoning Error"], by_label["Reasoning about the question"], by_label["b"]) == (
+        "A",
+        "B",
+        "B",
+    )
     # loading uses the EPD reading (the one that knows E); a label the official code reads as no class is refused
     assert all(mm.label_letter(r["label"]) == r["official_epd"] for r in GOLD)
 
 
 def _record(question_id: str, label: str) -> dict:
-    return {"question_id": question_id, "question": "Q?", "correct_answer": "1", "error_reason": "Step 1: r.",
-            "label": label, "domain": "M", "subdomain": "s"}
+    return {
+        "question_id": question_id,
+        "question": "Q?",
+        "correct_answer": "1",
+        "error_reason": "Step 1: r.",
+        "label": label,
+        "domain": "M",
+        "subdomain": "s",
+    }
 
 
 def _loaded(question_id: str, label: str) -> dict:
     """A record as the loader hands it to etc_docs/epd_docs (with its label's spelling and its files)."""
-    return {**_record(question_id, label), "label_raw": label, "json_path": f"{question_id}.json",
-            "image_path": f"{question_id}.png"}
+    return {
+        **_record(question_id, label),
+        "label_raw": label,
+        "json_path": f"{question_id}.json",
+        "image_path": f"{question_id}.png",
+    }
 
 
 def test_the_official_spellings_load_and_a_label_naming_two_classes_is_logged(tmp_path):
     import json
     import shutil
+
     folder = tmp_path / "mmerror"
     (folder / "data" / "jsons").mkdir(parents=True)
     (folder / "data" / "images").mkdir(parents=True)
@@ -105,8 +132,9 @@ def test_the_official_spellings_load_and_a_label_naming_two_classes_is_logged(tm
     messages: list[str] = []
     sink = logger.add(lambda m: messages.append(str(m)), level="WARNING")
     try:
-        records = mm.load_records(mm.resolve_source("mmerror", "sample", sample_dir=folder, hub_repo=None,
-                                                    local_layout=""))
+        records = mm.load_records(
+            mm.resolve_source("mmerror", "sample", sample_dir=folder, hub_repo=None, local_layout="")
+        )
     finally:
         logger.remove(sink)
     assert [r["label"] for r in records] == [mm.LABELS[c] for c in "ABBE"]
@@ -127,7 +155,9 @@ def test_official_report_by_hand():
     assert official_report([(False, False)] * 2) == OfficialReport(2, 0, 0, 0.0, 0.0)
     assert official_report([]) == OfficialReport(0, 0, 0, 0.0, 0.0)
     # 1 right, 1 wrong, 1 unread, 1 not asked: 1/2 read, 1/4 all
-    assert official_report([(True, True), (True, False), (False, False)], not_asked=1) == OfficialReport(4, 2, 1, 50.0, 25.0)
+    assert official_report([(True, True), (True, False), (False, False)], not_asked=1) == OfficialReport(
+        4, 2, 1, 50.0, 25.0
+    )
     assert official_report([(False, True)]).correct == 0  # an unread reply is never right
     with pytest.raises(ValueError, match="not_asked"):
         official_report([], not_asked=-1)
@@ -147,15 +177,20 @@ def _etc_run(samples: list[list[str]]) -> tuple[list[dict], int]:
 
 def _epd_items(samples: list[list[str]]) -> list[dict]:
     docs = mm.epd_docs(_records(samples))
-    replies = {(f"q{i}", stage): reply for i, s in enumerate(samples) for stage, reply in zip(("presence", "type"), s[1:3])}
-    return [mm.process_results_epd(d, [replies[(d["question_id"], d["stage"])]])["official_strict_accuracy"] for d in docs]
+    replies = {
+        (f"q{i}", stage): reply for i, s in enumerate(samples) for stage, reply in zip(("presence", "type"), s[1:3])
+    }
+    return [
+        mm.process_results_epd(d, [replies[(d["question_id"], d["stage"])]])["official_strict_accuracy"] for d in docs
+    ]
 
 
 def _ours(run: dict) -> OfficialReport:
     if run["task"] == "etc":
         items, not_asked = _etc_run(run["samples"])
-        return official_report([(i["official_pred"] is not None, bool(i["official_correct"])) for i in items],
-                               not_asked=not_asked)
+        return official_report(
+            [(i["official_pred"] is not None, bool(i["official_correct"])) for i in items], not_asked=not_asked
+        )
     outcomes, incomplete = mm.replay_epd(_epd_items(run["samples"]), official=True)
     assert incomplete == 0
     return official_report([(o["pred"] is not None, bool(o["correct"])) for o in outcomes])
@@ -163,7 +198,9 @@ def _ours(run: dict) -> OfficialReport:
 
 def _official(run: dict) -> OfficialReport:
     o = run["official"]
-    return OfficialReport(o["dataset_total"], o["scored_total"], o["correct"], 100 * o["accuracy"], 100 * o["strict_accuracy"])
+    return OfficialReport(
+        o["dataset_total"], o["scored_total"], o["correct"], 100 * o["accuracy"], 100 * o["strict_accuracy"]
+    )
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[r["id"] for r in RUNS])
@@ -178,7 +215,9 @@ def test_each_official_run_is_reproduced(run):
     ours, official = _ours(run), _official(run)
     assert ours.dataset_total == official.dataset_total and ours.scored_total == official.scored_total
     assert ours.correct == official.correct
-    assert ours.accuracy == pytest.approx(official.accuracy) and ours.strict_accuracy == pytest.approx(official.strict_accuracy)
+    assert ours.accuracy == pytest.approx(official.accuracy) and ours.strict_accuracy == pytest.approx(
+        official.strict_accuracy
+    )
 
 
 def test_the_runs_cover_the_issue_cases():

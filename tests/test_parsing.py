@@ -868,15 +868,18 @@ def _timed(f, text):
     return time.perf_counter() - start
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("The answer is AC.", {"A", "C"}),
-    ("ＡＣ", {"A", "C"}),  # full-width letters
-    ("The correct answers are A and C", {"A", "C"}),
-    ("Reasoning first.\nI choose B, D", {"B", "D"}),
-    ("I think the answer is A, but C also", None),  # prose after the letters: not a list
-    ("The answer is A. Because the man ...", None),
-    ("The answer is AX.", None),  # X is no option
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("The answer is AC.", {"A", "C"}),
+        ("ＡＣ", {"A", "C"}),  # full-width letters
+        ("The correct answers are A and C", {"A", "C"}),
+        ("Reasoning first.\nI choose B, D", {"B", "D"}),
+        ("I think the answer is A, but C also", None),  # prose after the letters: not a list
+        ("The answer is A. Because the man ...", None),
+        ("The answer is AX.", None),  # X is no option
+    ],
+)
 def test_letter_set_prose_reads_stated_answers(text, expected):
     got = parse_letter_set(text, "ABCD", prose=True)
     assert (set(got.value) if got.ok else None) == expected

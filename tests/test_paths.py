@@ -57,11 +57,20 @@ def _secret_png(tmp_path: Path, name: str = "secret.png") -> Path:
 
 # ----------------------------------------------------------------------------------------------- ErrorRadar
 
+
 def _er_row(question_id: str, content_image: str = "https://example.invalid/x.png") -> dict[str, str]:
-    return {"question_id": question_id, "content_image": content_image, "study_level": "G1", "question_type": "t",
-            "content": "What is 3+4?", "answer": "['7']", "user_answer": "8",
-            "user_answer_steps": "Step 1: read.\nStep 2: 3+4=8.", "error_step": "Step 2",
-            "error_category": "Calculation Error"}
+    return {
+        "question_id": question_id,
+        "content_image": content_image,
+        "study_level": "G1",
+        "question_type": "t",
+        "content": "What is 3+4?",
+        "answer": "['7']",
+        "user_answer": "8",
+        "user_answer_steps": "Step 1: read.\nStep 2: 3+4=8.",
+        "error_step": "Step 2",
+        "error_category": "Calculation Error",
+    }
 
 
 def _write_csv(path: Path, rows: list[dict[str, str]]) -> Path:
@@ -83,8 +92,11 @@ def _er_local(tmp_path: Path, monkeypatch, question_id: str) -> Path:
 
 
 def _er_load():
-    return er.load_records(er.resolve_source("errorradar", "auto", sample_dir=er.SAMPLE_DIR, hub_repo=er.HUB_REPO,
-                                             local_layout=er.LOCAL_LAYOUT))
+    return er.load_records(
+        er.resolve_source(
+            "errorradar", "auto", sample_dir=er.SAMPLE_DIR, hub_repo=er.HUB_REPO, local_layout=er.LOCAL_LAYOUT
+        )
+    )
 
 
 def test_errorradar_question_id_with_dotdot_cannot_read_outside(tmp_path, monkeypatch):
@@ -106,8 +118,14 @@ def test_errorradar_question_ids_are_plain_names(tmp_path, question_id, monkeypa
     folder = tmp_path / "errorradar"
     (folder / "images").mkdir(parents=True)
     record = er.normalize_record(_er_row(question_id), line=2, path=folder / er.CSV_NAME)
-    _refused(lambda: er._attach_local_images([record], folder), record=question_id, field="question_id",
-             value=question_id, skip=True, monkeypatch=monkeypatch)
+    _refused(
+        lambda: er._attach_local_images([record], folder),
+        record=question_id,
+        field="question_id",
+        value=question_id,
+        skip=True,
+        monkeypatch=monkeypatch,
+    )
 
 
 def test_errorradar_image_linking_out_of_the_root_is_refused(tmp_path, monkeypatch):
@@ -185,9 +203,17 @@ def test_errorradar_hub_refuses_file_urls(tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------------------------------------- MMErroR
 
+
 def _mm_record(question_id: str) -> dict[str, str]:
-    return {"question_id": question_id, "question": "Q?", "correct_answer": "1", "error_reason": "Step 1: r.",
-            "label": "B_Reasoning_Error", "domain": "M", "subdomain": "s"}
+    return {
+        "question_id": question_id,
+        "question": "Q?",
+        "correct_answer": "1",
+        "error_reason": "Step 1: r.",
+        "label": "B_Reasoning_Error",
+        "domain": "M",
+        "subdomain": "s",
+    }
 
 
 def _mm_local(tmp_path: Path, monkeypatch, question_id: str, *, image: bool = False) -> Path:
@@ -203,8 +229,11 @@ def _mm_local(tmp_path: Path, monkeypatch, question_id: str, *, image: bool = Fa
 
 
 def _mm_load():
-    return mm.load_records(mm.resolve_source("mmerror", "auto", sample_dir=mm.SAMPLE_DIR, hub_repo=mm.HUB_REPO,
-                                             local_layout=mm.LOCAL_LAYOUT))
+    return mm.load_records(
+        mm.resolve_source(
+            "mmerror", "auto", sample_dir=mm.SAMPLE_DIR, hub_repo=mm.HUB_REPO, local_layout=mm.LOCAL_LAYOUT
+        )
+    )
 
 
 def test_mmerror_question_id_with_dotdot_cannot_read_outside(tmp_path, monkeypatch):
@@ -278,6 +307,7 @@ def test_mmerror_hub_snapshot_links_into_its_blobs_and_no_further(tmp_path, monk
 
 # ----------------------------------------------------------------------------------------------- CrossVid
 
+
 def _cv_local(tmp_path: Path, monkeypatch) -> Path:
     folder = tmp_path / "data" / "crossvid"
     shutil.copytree(cv.SAMPLE_DIR, folder)
@@ -298,8 +328,9 @@ def test_crossvid_frame_folder_linking_out_of_the_root_is_refused(tmp_path, monk
     view = folder / "uav" / "frames" / "1" / "7-1"
     shutil.rmtree(view)
     view.symlink_to(_outside_frames(tmp_path), target_is_directory=True)
-    _refused(lambda: _cv_rows("MSR"), record="CrossVid MSR id 0", field="path of View A",
-             skip=True, monkeypatch=monkeypatch)
+    _refused(
+        lambda: _cv_rows("MSR"), record="CrossVid MSR id 0", field="path of View A", skip=True, monkeypatch=monkeypatch
+    )
 
 
 def test_crossvid_frame_file_linking_out_of_the_root_is_refused(tmp_path, monkeypatch):
@@ -324,7 +355,10 @@ def test_crossvid_frame_links_inside_the_root_are_read(tmp_path, monkeypatch):
     frame.symlink_to(folder / "frame-copy.jpg")  # a file link inside
     row = next(r for r in _cv_rows("MSR") if r["id"] == "0")
     view_a, _ = cv.sample_frames(row)
-    assert view_a.frames and [p[0] for p in cv.plan_frames(row)] == [len(view_a.frames), len(cv.sample_frames(row)[1].frames)]
+    assert view_a.frames and [p[0] for p in cv.plan_frames(row)] == [
+        len(view_a.frames),
+        len(cv.sample_frames(row)[1].frames),
+    ]
 
 
 def test_crossvid_vid_cannot_lead_out_of_the_root(tmp_path, monkeypatch):
@@ -368,7 +402,9 @@ def test_frame_files_checks_the_folder_and_each_frame_against_the_root(tmp_path)
     (root / "linked").symlink_to(outside, target_is_directory=True)
     assert len(frame_files(root / "linked")) == 3  # without a root: no containment (callers outside the data)
     _refused(lambda: frame_files(root / "linked", "r", root=root), record="r", field="frame folder")
-    _refused(lambda: sample_frame_folder(root / "linked", 2, record_id="r", root=root), record="r", field="frame folder")
+    _refused(
+        lambda: sample_frame_folder(root / "linked", 2, record_id="r", root=root), record="r", field="frame folder"
+    )
     (inside / "frame_7.jpg").symlink_to(next(outside.iterdir()))
     _refused(lambda: frame_files(inside, "r", root=root), record="r", field="frame file")
     (inside / "frame_7.jpg").unlink()
@@ -377,6 +413,7 @@ def test_frame_files_checks_the_folder_and_each_frame_against_the_root(tmp_path)
 
 
 # ----------------------------------------------------------------------------------------------- CausalStep, ViRectify
+
 
 def _video_source(bench: str, tmp_path: Path, video: str):
     """A local root of one record whose 'video' field is ``video``: (module, source, record id)."""
@@ -413,14 +450,22 @@ BAD_VIDEOS = {
 def test_video_fields_cannot_lead_out_of_the_root(tmp_path, monkeypatch, bench, case):
     value = BAD_VIDEOS[case](tmp_path / bench)
     module, source, record_id, _ = _video_source(bench, tmp_path, value)
-    _refused(lambda: module.load_records(source), record=record_id, field="video", value=value,
-             skip=True, monkeypatch=monkeypatch)
+    _refused(
+        lambda: module.load_records(source),
+        record=record_id,
+        field="video",
+        value=value,
+        skip=True,
+        monkeypatch=monkeypatch,
+    )
 
 
 @pytest.mark.parametrize("bench", ["causalstep", "virectify"])
 @pytest.mark.parametrize("link", ["file", "folder"])
 def test_video_links_out_of_the_root_are_refused(tmp_path, monkeypatch, bench, link):
-    module, source, record_id, folder = _video_source(bench, tmp_path, "ext/clip.mp4" if link == "folder" else "videos/x.mp4")
+    module, source, record_id, folder = _video_source(
+        bench, tmp_path, "ext/clip.mp4" if link == "folder" else "videos/x.mp4"
+    )
     if link == "folder":
         (folder / "ext").symlink_to(tmp_path / "outside", target_is_directory=True)
     else:
@@ -431,7 +476,9 @@ def test_video_links_out_of_the_root_are_refused(tmp_path, monkeypatch, bench, l
 @pytest.mark.parametrize("bench", ["causalstep", "virectify"])
 @pytest.mark.parametrize("link", ["file", "folder"])
 def test_video_links_inside_the_root_are_read(tmp_path, bench, link):
-    module, source, record_id, folder = _video_source(bench, tmp_path, "ext/real.mp4" if link == "folder" else "videos/x.mp4")
+    module, source, record_id, folder = _video_source(
+        bench, tmp_path, "ext/real.mp4" if link == "folder" else "videos/x.mp4"
+    )
     # the record's own video: its segments and key times must lie within it
     real = next(p for p in sorted((folder / "videos").glob("*.mp4")) if p.stem == record_id or bench == "virectify")
     if link == "folder":

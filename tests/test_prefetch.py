@@ -25,8 +25,12 @@ from lmms_eval_plugins.prefetch import Prefetcher, prefetched
 
 @pytest.fixture(autouse=True)
 def fresh_prefetch(monkeypatch):
-    for name in ("LMMS_EVAL_PLUGINS_PREFETCH", "LMMS_EVAL_PLUGINS_PREFETCH_MB", "LMMS_EVAL_PLUGINS_PREFETCH_WORKERS",
-                 "LMMS_EVAL_PLUGINS_PREFETCH_AHEAD"):
+    for name in (
+        "LMMS_EVAL_PLUGINS_PREFETCH",
+        "LMMS_EVAL_PLUGINS_PREFETCH_MB",
+        "LMMS_EVAL_PLUGINS_PREFETCH_WORKERS",
+        "LMMS_EVAL_PLUGINS_PREFETCH_AHEAD",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_FRAME_CACHE", "off")
     prefetch.shutdown()
@@ -47,6 +51,7 @@ def wait_for(condition, timeout: float = 10.0) -> None:
 
 
 # ----------------------------------------------------------------------------------------------- core
+
 
 class StandInTask:
     """Documents whose preparation is deterministic, with a record of who prepared what."""
@@ -219,11 +224,12 @@ def test_estimate_bytes_counts_pil_frames_as_pillow_stores_them():
 
     frames = [Image.new("RGB", (10, 5)), Image.new("L", (10, 5))]
     messages = [{"role": "user", "content": [{"type": "video", "url": frames}, {"type": "text", "text": "abc"}]}]
-    assert prefetch.estimate_bytes(messages) == 10 * 5 * 4 + 10 * 5 + len("user" "video" "text" "abc")
+    assert prefetch.estimate_bytes(messages) == 10 * 5 * 4 + 10 * 5 + len("uservideotextabc")
     assert prefetch.estimate_bytes(SampledFrames(frames, [0.0, 1.0], [0, 1], "p", 1.0)) == 250 + 1
 
 
 # ----------------------------------------------------------------------------------------------- lmms-eval hook
+
 
 def frames_digest(messages: Any) -> str:
     h = hashlib.sha256()
@@ -271,8 +277,15 @@ def stand_in_docs(n: int) -> datasets.Dataset:
 
 
 def requests_for(dataset, target, task: str = "t", ctx=lambda d: f"prompt {d['key']:03d}") -> list[Instance]:
-    return [Instance("generate_until", (ctx(dataset[i]), target, {"max_new_tokens": 4}, i, task, "test"), 0,
-                     {"task": task, "doc_id": i, "repeats": 1}) for i in range(len(dataset))]
+    return [
+        Instance(
+            "generate_until",
+            (ctx(dataset[i]), target, {"max_new_tokens": 4}, i, task, "test"),
+            0,
+            {"task": task, "doc_id": i, "repeats": 1},
+        )
+        for i in range(len(dataset))
+    ]
 
 
 def make_hook(calls: list):
@@ -338,8 +351,11 @@ def test_several_tasks_in_one_loop_and_tasks_that_are_not_ours():
     requests = requests_for(first, hook, "a") + requests_for(second, plain, "b") + requests_for(second, hook, "c")
     model = ChatModel({"a": {"test": first}, "b": {"test": second}, "c": {"test": second}}, latency=0.005)
     model.generate_until(requests)
-    assert sorted(model.seen) == sorted([f"document {i}" for i in range(6)] + [f"plain document {i}" for i in range(5)]
-                                        + [f"document {i}" for i in range(5)])
+    assert sorted(model.seen) == sorted(
+        [f"document {i}" for i in range(6)]
+        + [f"plain document {i}" for i in range(5)]
+        + [f"document {i}" for i in range(5)]
+    )
     stats = prefetch.layer_stats()
     assert stats["planned"] == stats["requests"] == 11 and stats["discarded"] == 0
 
@@ -355,7 +371,9 @@ def test_outside_a_model_loop_the_hook_is_the_function():
 def test_the_hook_looks_like_the_function_to_lmms_eval():
     import inspect
 
-    from lmms_eval_plugins.benchmarks.causalstep import prompts as tasks  # the plain hooks (tasks.py hands out their prefetched form)
+    from lmms_eval_plugins.benchmarks.causalstep import (
+        prompts as tasks,
+    )  # the plain hooks (tasks.py hands out their prefetched form)
 
     hook = prefetched(tasks.doc_to_messages)
     assert prefetched(hook) is hook
@@ -397,7 +415,7 @@ def test_concurrent_callers_from_a_thread_pool_get_their_own_documents():
             out = []
             for start in range(0, len(requests), 4):
                 with ThreadPoolExecutor(4) as pool:
-                    out.extend(pool.map(self.one, requests[start:start + 4]))
+                    out.extend(pool.map(self.one, requests[start : start + 4]))
                 time.sleep(0.01)
             return out
 
@@ -458,19 +476,26 @@ def test_a_progress_line_while_preparation_is_the_bottleneck(monkeypatch):
 
 # ----------------------------------------------------------------------------------------------- real tasks
 
+
 def run_task(benchmark: str, prefetch_on: bool, monkeypatch) -> tuple[list[str], dict | None]:
     from lmms_eval_plugins.data import to_dataset
     from testkit.task_utils import load_task_utils
 
     module = load_task_utils(benchmark)
     if benchmark == "causalstep":
-        data = module.process_docs([{"benchmark": "causalstep", "source": "sample", "frames_per_segment": 4,
-                                     "max_long_side": 64}])
+        data = module.process_docs(
+            [{"benchmark": "causalstep", "source": "sample", "frames_per_segment": 4, "max_long_side": 64}]
+        )
     else:
         # three tasks, three row schemas: their Arrow rows in one list
-        data = [row for task in ("CC", "PSS", "MSR") for row in to_dataset(
-            module.load_docs({"benchmark": "crossvid", "source": "sample", "frames": 8}, task),
-            features=module.row_features(task))]
+        data = [
+            row
+            for task in ("CC", "PSS", "MSR")
+            for row in to_dataset(
+                module.load_docs({"benchmark": "crossvid", "source": "sample", "frames": 8}, task),
+                features=module.row_features(task),
+            )
+        ]
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_PREFETCH", "1" if prefetch_on else "0")
     digests: list[str] = []
 
@@ -506,8 +531,9 @@ class SimpleModel:
     def generate_until(self, requests):
         from lmms_eval import utils
 
-        re_ords = utils.Collator([r.args for r in requests], lambda x: (-len(x[0]), x[0]), group_fn=lambda x: x[1],
-                                 grouping=True)
+        re_ords = utils.Collator(
+            [r.args for r in requests], lambda x: (-len(x[0]), x[0]), group_fn=lambda x: x[1], grouping=True
+        )
         for chunk in re_ords.get_batched(n=1, batch_fn=None):
             ctx, _, doc_to_visual, doc_id, task, split = chunk[0]
             visuals = doc_to_visual(self.task_dict[task][split][doc_id])

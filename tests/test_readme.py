@@ -25,9 +25,9 @@ def examples() -> dict[str, list[str]]:
     out = {}
     for name, block in re.findall(r"<!-- example: (\w+) -->\s*```bash\n(.*?)```", README, re.S):
         command = block.replace("\\\n", " ")
-        line = next(l for l in command.splitlines() if "lmms-eval --model" in l)
+        line = next(text for text in command.splitlines() if "lmms-eval --model" in text)
         argv = shlex.split(line)
-        out[name] = argv[argv.index("lmms-eval"):]
+        out[name] = argv[argv.index("lmms-eval") :]
     return out
 
 
@@ -53,8 +53,12 @@ def _class_source_chain(model: str) -> list[ast.ClassDef]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         node = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == class_name)
         chain.append(node)
-        imports = {alias.asname or alias.name: (n.module, alias.name) for n in tree.body
-                   if isinstance(n, ast.ImportFrom) for alias in n.names}
+        imports = {
+            alias.asname or alias.name: (n.module, alias.name)
+            for n in tree.body
+            if isinstance(n, ast.ImportFrom)
+            for alias in n.names
+        }
         for base in node.bases:
             module, original = imports.get(base.id if isinstance(base, ast.Name) else "", (None, None))
             if module and module.startswith("lmms_eval.models."):
@@ -116,7 +120,7 @@ ACTIVATE = "source .venv/bin/activate"
 
 def bash_blocks(text: str = README) -> list[tuple[int, str]]:
     """(line number, text) of every ```bash block."""
-    return [(text[:m.start()].count("\n") + 2, m.group(1)) for m in re.finditer(r"```bash\n(.*?)```", text, re.S)]
+    return [(text[: m.start()].count("\n") + 2, m.group(1)) for m in re.finditer(r"```bash\n(.*?)```", text, re.S)]
 
 
 def bare_venv_commands(block: str) -> list[str]:
@@ -137,7 +141,9 @@ def bare_venv_commands(block: str) -> list[str]:
 def test_the_venv_check_finds_bare_commands_until_the_block_activates():
     assert bare_venv_commands("lmms-eval-plugins tasks   # list\n") == ["lmms-eval-plugins tasks"]
     assert bare_venv_commands("python3 -m venv .venv && .venv/bin/pip install . && pip list\n") == ["pip list"]
-    assert bare_venv_commands("X=1 Y=2 \\\nlmms-eval --model a \\\n  --tasks b\n") == ["X=1 Y=2 lmms-eval --model a --tasks b"]
+    assert bare_venv_commands("X=1 Y=2 \\\nlmms-eval --model a \\\n  --tasks b\n") == [
+        "X=1 Y=2 lmms-eval --model a --tasks b"
+    ]
     assert bare_venv_commands("vllm serve M &\nuntil curl -sf URL; do sleep 5; done\n") == ["vllm serve M"]
     assert bare_venv_commands("# lmms-eval-plugins tasks\n.venv/bin/lmms-eval-plugins tasks\n") == []
     assert bare_venv_commands(f"{ACTIVATE}\nlmms-eval-plugins tasks\npip install .\n") == []
@@ -157,7 +163,9 @@ def test_the_qwen_example_fits_qwen_vl_utils_video_frame_cap():
 
     factor = 14 * vp.SPATIAL_MERGE_SIZE  # Qwen2.5-VL: 14 px patches, 2 x 2 merged into one token
     frames = 128  # the most frames one of our tasks sends as one video (CrossVid's budget per question)
-    cap = min(vp.VIDEO_MAX_TOKEN_NUM * factor * factor, vp.MODEL_SEQ_LEN * factor * factor * 0.9 / frames * vp.FRAME_FACTOR)
+    cap = min(
+        vp.VIDEO_MAX_TOKEN_NUM * factor * factor, vp.MODEL_SEQ_LEN * factor * factor * 0.9 / frames * vp.FRAME_FACTOR
+    )
     args = _model_args(_option(examples()["qwen2_5_vl"], "--model_args"))
     assert vp.VIDEO_MIN_TOKEN_NUM * factor * factor <= int(args["max_pixels"]) <= cap
     assert f"max_pixels={int(cap)}" in README and "exceeds limit[602112]" in README

@@ -27,7 +27,9 @@ def test_groups_by_key_and_attaches_the_result_to_the_first_doc_of_each_group():
         calls.append([d["id"] for d in docs])
         return count_yes(docs, responses)
 
-    out = GroupReplayFilter(key="g", replay=replay, id_field="id").apply([["yes"], ["no"], ["yes", "ignored"], ["?"]], DOCS)
+    out = GroupReplayFilter(key="g", replay=replay, id_field="id").apply(
+        [["yes"], ["no"], ["yes", "ignored"], ["?"]], DOCS
+    )
     assert calls == [["a1", "a2"], ["b1"]]  # once per group, members in doc order
     assert [o[0] for o in out] == ["yes", "no", "yes", "?"]  # first response of each doc
     assert out[0][1]["result"] == {"n": 2, "yes": 2, "first": "a1"} and out[0][1]["result_on"] == "a1"

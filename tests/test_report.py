@@ -44,8 +44,7 @@ def metrics_of(name: str) -> dict[str, dict[str, Any]]:
     """task -> {metric: value} from the fixture's results JSON (filter suffix and stderr removed)."""
     out = {}
     for task, raw in results_json(name)["results"].items():
-        metrics = {k.split(",")[0]: v for k, v in raw.items()
-                   if "," in k and "_stderr" not in k.split(",")[0]}
+        metrics = {k.split(",")[0]: v for k, v in raw.items() if "," in k and "_stderr" not in k.split(",")[0]}
         if metrics:
             out[task] = metrics
     return out
@@ -80,8 +79,9 @@ def flat(metrics: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-BENCHMARKS_IN_FIXTURES = sorted({task.split("_")[0] for name in RUN_NAMES for task in metrics_of(name)
-                                 if task.split("_")[0] in registry()})
+BENCHMARKS_IN_FIXTURES = sorted(
+    {task.split("_")[0] for name in RUN_NAMES for task in metrics_of(name) if task.split("_")[0] in registry()}
+)
 
 
 # ----------------------------------------------------------------------------------------------- table readers
@@ -156,7 +156,7 @@ def md_tables(text: str) -> dict[str, dict[str, dict[str, str]]]:
             j += 1
         header = _split_md_row(lines[j])
         rows: dict[str, dict[str, str]] = {}
-        for row_line in lines[j + 2:]:
+        for row_line in lines[j + 2 :]:
             if not row_line.startswith("|"):
                 break
             cells = [c.strip("*") for c in _split_md_row(row_line)]
@@ -183,8 +183,14 @@ def built(tmp_path_factory) -> dict[str, Any]:
     html_text = (out / "report.html").read_text(encoding="utf-8")
     md_text = (out / "report.md").read_text(encoding="utf-8")
     tables, refs = html_tables(html_text)
-    return {"out": out, "html": html_text, "md": md_text, "html_tables": tables, "html_refs": refs,
-            "md_tables": md_tables(md_text)}
+    return {
+        "out": out,
+        "html": html_text,
+        "md": md_text,
+        "html_tables": tables,
+        "html_refs": refs,
+        "md_tables": md_tables(md_text),
+    }
 
 
 def test_fixtures_are_real_lmms_eval_output():
@@ -221,6 +227,7 @@ def check(bench):
     def register(fn):
         CHECKS[bench] = fn
         return fn
+
     return register
 
 
@@ -333,7 +340,13 @@ def test_counts_and_judge_accounting_are_shown(built):
         for path in reports:
             data = json.loads(path.read_text())
             for judge, stats in data["by_judge"].items():
-                bench = "crossvid" if judge.startswith("rubric") else "virectify" if judge.startswith("semantic_match") else "runs"
+                bench = (
+                    "crossvid"
+                    if judge.startswith("rubric")
+                    else "virectify"
+                    if judge.startswith("semantic_match")
+                    else "runs"
+                )
                 row = built["html_tables"][f"{bench}-judges"][f"{name} · {judge}"]
                 assert row["verdicts"] == str(stats["verdicts"])
                 assert row["judge errors"] == str(stats["judge_errors"])
@@ -352,15 +365,32 @@ def test_markdown_figures_exist_and_html_is_self_contained(built):
 
 def test_labels_default_and_override(built, tmp_path):
     assert set(built["html_tables"]["runs"]) == set(RUN_NAMES)
-    rc = report.main([str(DATA / "oracle"), str(DATA / "random"), "-o", str(tmp_path), "--no-plots",
-                      "--label", "Model A", "--label", "Model B"])
+    rc = report.main(
+        [
+            str(DATA / "oracle"),
+            str(DATA / "random"),
+            "-o",
+            str(tmp_path),
+            "--no-plots",
+            "--label",
+            "Model A",
+            "--label",
+            "Model B",
+        ]
+    )
     assert rc == 0
     tables, _ = html_tables((tmp_path / "report.html").read_text())
     assert set(tables["runs"]) == {"Model A", "Model B"}
-    assert runs.model_label({"config": {"model": "qwen2_5_vl",
-                                          "model_args": "pretrained=Qwen/Qwen2.5-VL-7B-Instruct,device_map=cpu"}},
-                              Path("x")) == "Qwen2.5-VL-7B-Instruct"
-    assert runs.model_label({"config": {"model": "openai", "model_args": "model_version=gpt-4o"}}, Path("x")) == "gpt-4o"
+    assert (
+        runs.model_label(
+            {"config": {"model": "qwen2_5_vl", "model_args": "pretrained=Qwen/Qwen2.5-VL-7B-Instruct,device_map=cpu"}},
+            Path("x"),
+        )
+        == "Qwen2.5-VL-7B-Instruct"
+    )
+    assert (
+        runs.model_label({"config": {"model": "openai", "model_args": "model_version=gpt-4o"}}, Path("x")) == "gpt-4o"
+    )
     assert runs.model_label({}, Path("/runs/my-run")) == "my-run"
 
 
@@ -419,9 +449,15 @@ def test_results_files_of_one_folder_merge_newest_first(tmp_path):
     folder.mkdir()
 
     def write(date: str, value: float, task: str) -> None:
-        (folder / f"{date}_results.json").write_text(json.dumps({
-            "results": {task: {"alias": task, "accuracy,none": value, "accuracy_stderr,none": "N/A"}},
-            "config": {"model": "m", "model_args": "pretrained=org/Model-X"}, "date": date}))
+        (folder / f"{date}_results.json").write_text(
+            json.dumps(
+                {
+                    "results": {task: {"alias": task, "accuracy,none": value, "accuracy_stderr,none": "N/A"}},
+                    "config": {"model": "m", "model_args": "pretrained=org/Model-X"},
+                    "date": date,
+                }
+            )
+        )
 
     write("20250101_000000", 10.0, "mmerror_etc")
     write("20250102_000000", 20.0, "mmerror_etc")
@@ -490,12 +526,24 @@ def test_rounds_std_and_judge_report_next_to_the_run(tmp_path):
     """Three-round ErrorRadar shows mean ± std; a judge accounting JSON one folder up is found."""
     folder = tmp_path / "out" / "model"
     folder.mkdir(parents=True)
-    (folder / "20250101_000000_results.json").write_text(json.dumps({
-        "results": {"errorradar_step_3rounds": {"alias": "x", "step_acc,none": 50.0, "step_acc_std,none": 1.5,
-                                                "step_parse_fail,none": 2}},
-        "config": {"model": "m", "model_args": ""}}))
-    (tmp_path / "out" / "judge_report.json").write_text(json.dumps({
-        "by_judge": {"custom_judge@1": {"verdicts": 7, "judge_errors": 1}}, "totals": {}}))
+    (folder / "20250101_000000_results.json").write_text(
+        json.dumps(
+            {
+                "results": {
+                    "errorradar_step_3rounds": {
+                        "alias": "x",
+                        "step_acc,none": 50.0,
+                        "step_acc_std,none": 1.5,
+                        "step_parse_fail,none": 2,
+                    }
+                },
+                "config": {"model": "m", "model_args": ""},
+            }
+        )
+    )
+    (tmp_path / "out" / "judge_report.json").write_text(
+        json.dumps({"by_judge": {"custom_judge@1": {"verdicts": 7, "judge_errors": 1}}, "totals": {}})
+    )
     out = tmp_path / "report"
     assert report.main([str(folder), "-o", str(out), "--no-plots"]) == 0
     tables, _ = html_tables((out / "report.html").read_text())
@@ -509,9 +557,14 @@ def test_unexpected_metric_shapes_do_not_sink_the_report(tmp_path):
     folder = tmp_path / "run"
     folder.mkdir()
     weird = {
-        "errorradar_cate": {"cate_acc,none": "n/a", "cate_confusion,none": [1, 2], "cate_pred_distribution,none": {"CAL": None}},
+        "errorradar_cate": {
+            "cate_acc,none": "n/a",
+            "cate_confusion,none": [1, 2],
+            "cate_pred_distribution,none": {"CAL": None},
+        },
         "mmerror_etc": {"accuracy,none": None, "accuracy_by_domain,none": {"x": {"y": 1}}, "confusion,none": {"A": 3}},
-        "crossvid_bu": {"score,none": "50"}, "crossvid_nc": {"score,none": 25.0, "parse_fail,none": 3},
+        "crossvid_bu": {"score,none": "50"},
+        "crossvid_nc": {"score,none": 25.0, "parse_fail,none": 3},
         "causalstep": {"csr,none": 10.0, "by_category,none": {"c": 5}},
         "virectify": {"acc_i,none": 1.0, "by_domain,none": 7, "parse_fail,none": {"answer": 2}},
         "mme": {"score,none": 1234.5},
@@ -520,7 +573,9 @@ def test_unexpected_metric_shapes_do_not_sink_the_report(tmp_path):
     out = tmp_path / "out"
     assert report.main([str(folder), "-o", str(out)]) == 0
     tables, _ = html_tables((out / "report.html").read_text())
-    assert tables["crossvid-main"]["m"]["NC"].startswith("25.00") and "3 unparseable" in tables["crossvid-main"]["m"]["NC"]
+    assert (
+        tables["crossvid-main"]["m"]["NC"].startswith("25.00") and "3 unparseable" in tables["crossvid-main"]["m"]["NC"]
+    )
     assert tables["all-mme"]["score"]["m"] == "1234.50"
     assert tables["virectify-main"]["m"]["counts"] == "2 unparseable (answer)"
 
@@ -542,10 +597,23 @@ def test_runs_table_and_header_show_the_installed_versions(tmp_path):
 
     folder = tmp_path / "out" / "model"
     folder.mkdir(parents=True)
-    base = {"results": {"errorradar_step": {"alias": "x", "step_acc,none": 50.0}}, "config": {"model": "m", "model_args": ""},
-            "lmms_eval_version": "unknown@unknown"}
-    (folder / "20250101_000000_results.json").write_text(json.dumps(
-        {**base, provenance.RESULTS_KEY: {"lmms-eval": "0.7.3", "lmms-eval-plugins": "0.1.0", "lmms-eval-plugins commit": "abc1234"}}))
+    base = {
+        "results": {"errorradar_step": {"alias": "x", "step_acc,none": 50.0}},
+        "config": {"model": "m", "model_args": ""},
+        "lmms_eval_version": "unknown@unknown",
+    }
+    (folder / "20250101_000000_results.json").write_text(
+        json.dumps(
+            {
+                **base,
+                provenance.RESULTS_KEY: {
+                    "lmms-eval": "0.7.3",
+                    "lmms-eval-plugins": "0.1.0",
+                    "lmms-eval-plugins commit": "abc1234",
+                },
+            }
+        )
+    )
     old = tmp_path / "old" / "model"
     old.mkdir(parents=True)
     (old / "20250101_000000_results.json").write_text(json.dumps(base))
@@ -553,7 +621,10 @@ def test_runs_table_and_header_show_the_installed_versions(tmp_path):
     assert report.main([str(folder), str(old), "--label", "new", "--label", "old", "-o", str(out), "--no-plots"]) == 0
     page = (out / "report.html").read_text()
     tables, _ = html_tables(page)
-    assert tables["runs"]["new"]["lmms-eval"] == "0.7.3" and tables["runs"]["new"]["lmms-eval-plugins"] == "0.1.0 (abc1234)"
+    assert (
+        tables["runs"]["new"]["lmms-eval"] == "0.7.3"
+        and tables["runs"]["new"]["lmms-eval-plugins"] == "0.1.0 (abc1234)"
+    )
     assert tables["runs"]["old"]["lmms-eval"] == "— (not recorded)" == tables["runs"]["old"]["lmms-eval-plugins"]
     header = page.split("</header>")[0]
     assert f"lmms-eval {importlib.metadata.version('lmms-eval')}" in header and "lmms-eval-plugins 0.1.0" in header

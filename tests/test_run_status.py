@@ -52,14 +52,17 @@ def _fields(block: str) -> list[str]:
 
 def test_the_block_names_record_file_and_fix_and_cuts_no_message():
     fix = "put the file there " + " ".join(f"word{i}" for i in range(200))
-    error = MediaError("video not found " + "x" * 300, record="CrossVid BU id 3", path="/data/crossvid/videos/a.mp4",
-                       fix=fix)
+    error = MediaError(
+        "video not found " + "x" * 300, record="CrossVid BU id 3", path="/data/crossvid/videos/a.mp4", fix=fix
+    )
     block = run_status.stopped_block(error, "/runs/out/")
     lines = block.splitlines()
     assert lines[0] == lines[-1] == "=" * run_status.WIDTH and "..." not in block
     assert all(len(line) <= run_status.WIDTH for line in lines)
     # every character of every field, in order (the 300-character word is broken across lines, not cut)
-    assert "".join(_fields(block)) == "".join(f"video not found {'x' * 300} CrossVid BU id 3 /data/crossvid/videos/a.mp4 {fix}".split())
+    assert "".join(_fields(block)) == "".join(
+        f"video not found {'x' * 300} CrossVid BU id 3 /data/crossvid/videos/a.mp4 {fix}".split()
+    )
     assert "word199" in lines[-4]
     short = run_status.stopped_block(MediaError("no video", path="/v.mp4", fix="put it there"), None).splitlines()
     assert len(short) == 8  # a short message: a short block
@@ -69,15 +72,26 @@ def test_the_block_names_record_file_and_fix_and_cuts_no_message():
     assert lines[-2] == "  (check the install: lmms-eval-plugins doctor)"
     assert "RetryError" not in block
     with_tasks = run_status.stopped_block(MediaError("no video", fix="put it there"), None, ["crossvid_bu", "mmerror"])
-    assert with_tasks.splitlines()[-2] == "  (check everything these tasks need: lmms-eval-plugins doctor --tasks crossvid_bu,mmerror)"
+    assert (
+        with_tasks.splitlines()[-2]
+        == "  (check everything these tasks need: lmms-eval-plugins doctor --tasks crossvid_bu,mmerror)"
+    )
 
 
 def test_a_blocked_run_lists_every_blocker_with_its_fix_then_the_warnings():
-    error = run_status.RunBlockedError([("a data", "not public", "set ROOT"), ("b data", "offline " + "y" * 150, None)],
-                                  [("judge", "none configured", "set OPENAI_BASE_URL")])
+    error = run_status.RunBlockedError(
+        [("a data", "not public", "set ROOT"), ("b data", "offline " + "y" * 150, None)],
+        [("judge", "none configured", "set OPENAI_BASE_URL")],
+    )
     lines = run_status.stopped_block(error, "/o", ["a", "b"]).splitlines()
     assert all(len(line) <= run_status.WIDTH for line in lines) and "2 things must be fixed" in lines[2]
-    assert [line.split(":")[0].strip() for line in lines[3:-3] if line[2] not in " ("] == ["blocker", "fix", "blocker", "warning", "fix"]
+    assert [line.split(":")[0].strip() for line in lines[3:-3] if line[2] not in " ("] == [
+        "blocker",
+        "fix",
+        "blocker",
+        "warning",
+        "fix",
+    ]
     assert "set ROOT" in error.fix and "y" * 80 in "".join(lines).replace(" ", "")
 
 
@@ -99,7 +113,10 @@ def test_check_run_tells_success_failure_and_unscored_apart(tmp_path, capsys):
     assert status == 1 and "no *_results.json" in lines[0]
     _results(out, ["a", "b"], when=time.time() - 60)
     assert run_status.check_run(out)[0] == 0
-    assert run_status.check_run(out, ["a", "c"]) == (1, [run_status.check_run(out, ["a", "c"])[1][0], "  no results for: c"])
+    assert run_status.check_run(out, ["a", "c"]) == (
+        1,
+        [run_status.check_run(out, ["a", "c"])[1][0], "  no results for: c"],
+    )
     # a later failed run in the same folder wins over the older results
     run_status.record_failure(str(out), DataError("holds no 'x' folder", path="/d/x", fix="set the root"))
     status, lines = run_status.check_run(out)
@@ -149,13 +166,16 @@ def test_a_misspelled_task_is_named_with_the_closest_names(tmp_path):
     status, lines = run_status.check_run(tmp_path / "never", ["virectfy_sample"])
     assert status == 1 and lines == [
         f"check-run: FAILED: no task named 'virectfy_sample': lmms-eval ran nothing, so {tmp_path / 'never'} was never written",
-        "  fix: 'virectfy_sample': did you mean virectify_sample or virectify_reflect_sample?"]
+        "  fix: 'virectfy_sample': did you mean virectify_sample or virectify_reflect_sample?",
+    ]
     status, lines = run_status.check_run(tmp_path / "never", ["virectify_sample"])
     assert status == 1 and "was it the --output_path?" in lines[0]  # a real task: the path is the suspect
     # the record the task-names hook writes is what check-run reports
     run_status.record_failure(str(tmp_path / "out"), error)
     status, lines = run_status.check_run(tmp_path / "out")
-    assert status == 1 and "no task named 'virectfy_sample'" in lines[0] and "did you mean virectify_sample?" in lines[1]
+    assert (
+        status == 1 and "no task named 'virectfy_sample'" in lines[0] and "did you mean virectify_sample?" in lines[1]
+    )
 
 
 def test_the_task_names_hook_adds_did_you_mean_and_records_the_failure(tmp_path, monkeypatch):
@@ -172,11 +192,15 @@ def test_the_task_names_hook_adds_did_you_mean_and_records_the_failure(tmp_path,
     assert compat.install("task-names")
     printed: list[str] = []
     monkeypatch.setattr(atexit, "register", lambda fn, *args: printed.append(args[0]) if args else None)
-    monkeypatch.setattr(sys, "argv", ["lmms-eval", "--tasks", "virectfy_sample,mmmu_val", "--output_path", str(tmp_path / "out")])
+    monkeypatch.setattr(
+        sys, "argv", ["lmms-eval", "--tasks", "virectfy_sample,mmmu_val", "--output_path", str(tmp_path / "out")]
+    )
     manager = SimpleNamespace(all_tasks=["virectify_sample", "mmmu_val", "errorradar_sample"])
     assert TaskManager.match_tasks(manager, ["virectfy_sample", "mmmu_val", "mmmu_*"]) == ["mmmu_val"]
     assert printed == ["lmms-eval-plugins: did you mean virectify_sample (not virectfy_sample)?"]
     status, lines = run_status.check_run(tmp_path / "out")
-    assert status == 1 and "no task named 'virectfy_sample'" in lines[0] and "did you mean virectify_sample?" in lines[1]
+    assert (
+        status == 1 and "no task named 'virectfy_sample'" in lines[0] and "did you mean virectify_sample?" in lines[1]
+    )
     printed.clear()
     assert TaskManager.match_tasks(manager, ["virectify_sample"]) == ["virectify_sample"] and printed == []

@@ -58,8 +58,9 @@ def generated_spec(generated, monkeypatch) -> Iterator[Benchmark]:
 # ------------------------------------------------------------------------------------------------ names
 
 
-@pytest.mark.parametrize("name", ["", "MyBench", "1bench", "my-bench", "my bench", "my__bench", "bench_", "_bench",
-                                  "naïve", "a" * 41])
+@pytest.mark.parametrize(
+    "name", ["", "MyBench", "1bench", "my-bench", "my bench", "my__bench", "bench_", "_bench", "naïve", "a" * 41]
+)
 def test_malformed_names_are_refused(name, tmp_path, capsys):
     assert scaffold.main([name, "--dest", str(tmp_path)]) == 2
     assert "new-benchmark: error:" in capsys.readouterr().err
@@ -85,8 +86,11 @@ def test_a_name_that_would_own_an_installed_benchmarks_tasks_is_refused(tmp_path
 def test_lmms_eval_builtin_task_prefixes_are_refused(tmp_path, capsys):
     folder = scaffold.builtin_task_folder()
     assert folder is not None and folder.is_dir()
-    builtin = next(p.name for p in sorted(folder.iterdir())
-                   if p.is_dir() and scaffold.NAME_PATTERN.fullmatch(p.name) and not p.name.endswith("_") and "__" not in p.name)
+    builtin = next(
+        p.name
+        for p in sorted(folder.iterdir())
+        if p.is_dir() and scaffold.NAME_PATTERN.fullmatch(p.name) and not p.name.endswith("_") and "__" not in p.name
+    )
     assert scaffold.main([builtin, "--dest", str(tmp_path)]) == 2
     assert "clashes with lmms-eval's built-in tasks" in capsys.readouterr().err
 
@@ -121,10 +125,21 @@ def test_the_package_layout(generated):
     files = {p.relative_to(generated).as_posix() for p in generated.rglob("*") if p.is_file()}
     pkg, tasks = f"{NAME}_bench", f"{NAME}_bench/task_yamls/{NAME}"
     assert files == {
-        "pyproject.toml", "README.md", ".gitignore", f"tests/test_{NAME}.py",
-        f"{pkg}/__init__.py", f"{pkg}/spec.py", f"{pkg}/scoring.py", f"{pkg}/tasks.py",
-        f"{tasks}/_{NAME}_template_yaml", f"{tasks}/{NAME}_sample.yaml", f"{tasks}/{NAME}.yaml", f"{tasks}/utils.py",
-        f"{tasks}/README.md", f"{tasks}/sources/sample.json", f"{tasks}/sources/auto.json",
+        "pyproject.toml",
+        "README.md",
+        ".gitignore",
+        f"tests/test_{NAME}.py",
+        f"{pkg}/__init__.py",
+        f"{pkg}/spec.py",
+        f"{pkg}/scoring.py",
+        f"{pkg}/tasks.py",
+        f"{tasks}/_{NAME}_template_yaml",
+        f"{tasks}/{NAME}_sample.yaml",
+        f"{tasks}/{NAME}.yaml",
+        f"{tasks}/utils.py",
+        f"{tasks}/README.md",
+        f"{tasks}/sources/sample.json",
+        f"{tasks}/sources/auto.json",
         f"{tasks}/sample_data/records.jsonl",
     }
     assert not re.search(r"@[A-Z][A-Z_]*@", "".join(p.read_text() for p in generated.rglob("*") if p.is_file()))
@@ -167,7 +182,9 @@ def test_sample_docs_carry_oracle_and_chance_replies(generated_spec):
     assert len(docs) == 4 and all(d["oracle_response"] in d["chance_responses"] for d in docs)
     assert [tasks.score(d, d["oracle_response"])["correct"] for d in docs] == [True] * 4
     assert tasks.doc_to_visual(docs[0]) == []
-    assert tasks.doc_to_messages(docs[0]) == [{"role": "user", "content": [{"type": "text", "text": tasks.doc_to_text(docs[0])}]}]
+    assert tasks.doc_to_messages(docs[0]) == [
+        {"role": "user", "content": [{"type": "text", "text": tasks.doc_to_text(docs[0])}]}
+    ]
 
 
 def test_the_generated_utils_is_the_standard_adapter_and_the_metric_is_named_only_in_the_spec(generated):
@@ -181,8 +198,15 @@ def test_the_generated_utils_is_the_standard_adapter_and_the_metric_is_named_onl
 
 def test_the_generated_unit_tests_pass(generated):
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # the generated tests need no plugin
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=generated, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=generated,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert re.search(r"\b(\d+) passed\b", done.stdout) and "failed" not in done.stdout
 
@@ -208,22 +232,41 @@ class Installed:
     env: dict[str, str]
 
     def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-        return subprocess.run([str(self.python), *args], cwd=self.work, env={**os.environ, **OFFLINE_ENV, **self.env},
-                              capture_output=True, text=True, timeout=timeout, check=False)
+        return subprocess.run(
+            [str(self.python), *args],
+            cwd=self.work,
+            env={**os.environ, **OFFLINE_ENV, **self.env},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
     def lmms_eval(self, model: str, out: str, **kwargs) -> RunResult:
-        return run_lmms_eval(tasks=f"{E2E}_sample", model=model, output_dir=self.work / out, env={**self.env, **kwargs.pop("env", {})},
-                             launcher=[str(self.python)], timeout=300, **kwargs)
+        return run_lmms_eval(
+            tasks=f"{E2E}_sample",
+            model=model,
+            output_dir=self.work / out,
+            env={**self.env, **kwargs.pop("env", {})},
+            launcher=[str(self.python)],
+            timeout=300,
+            **kwargs,
+        )
 
 
 def layered_venv(folder: Path) -> Path:
     """A venv that sees this environment's packages: ``--system-site-packages`` gives the base interpreter's,
     and a ``.pth`` adds this one's site folders (their own ``.pth`` files run, so editable installs work)."""
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(folder)], check=True,
-                   timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(folder)], check=True, timeout=120
+    )
     python = folder / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     lines = [f"import site; site.addsitedir({p!r})\n" for p in site.getsitepackages() if Path(p).is_dir()]
     (Path(purelib) / "_lmms_eval_plugins_parent_env.pth").write_text("".join(lines))
     return python
@@ -234,13 +277,26 @@ def installed(tmp_path_factory) -> Installed:
     work = tmp_path_factory.mktemp("scaffold-e2e")
     root = generate(work / "src", E2E, "--title", "Scaffold E2E")
     python = layered_venv(work / "venv")
-    env = {"LMMS_EVAL_PLUGINS_CACHE": str(work / "cache"), "HF_DATASETS_CACHE": str(work / "hf-datasets"),
-           "PYTHONWARNINGS": "ignore"}
+    env = {
+        "LMMS_EVAL_PLUGINS_CACHE": str(work / "cache"),
+        "HF_DATASETS_CACHE": str(work / "hf-datasets"),
+        "PYTHONWARNINGS": "ignore",
+    }
     box = Installed(python, root, work, env)
     probe = box.run("-c", "import setuptools, pip, lmms_eval, lmms_eval_plugins")
     assert probe.returncode == 0, f"the layered venv misses its build tools or lmms-eval:\n{probe.stderr[-2000:]}"
-    pip = box.run("-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "--disable-pip-version-check",
-                  "-q", str(root), timeout=300)
+    pip = box.run(
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "--no-build-isolation",
+        "--no-index",
+        "--disable-pip-version-check",
+        "-q",
+        str(root),
+        timeout=300,
+    )
     assert pip.returncode == 0, pip.stdout[-2000:] + pip.stderr[-3000:]
     return box
 
@@ -301,9 +357,20 @@ def test_the_random_baseline_runs(random_run):
 @pytest.mark.cli
 def test_the_report_has_a_section(installed, oracle_run, random_run):
     out = installed.work / "report"
-    done = installed.run("-m", "lmms_eval_plugins.cli", "report", str(oracle_run.results_path.parent),
-                         str(random_run.results_path.parent), "-o", str(out), "--no-plots", "--label", "oracle",
-                         "--label", "random")
+    done = installed.run(
+        "-m",
+        "lmms_eval_plugins.cli",
+        "report",
+        str(oracle_run.results_path.parent),
+        str(random_run.results_path.parent),
+        "-o",
+        str(out),
+        "--no-plots",
+        "--label",
+        "oracle",
+        "--label",
+        "random",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     markdown = (out / "report.md").read_text()
     assert "\n## Scaffold E2E\n" in markdown  # the default section, titled from the spec
@@ -325,14 +392,15 @@ def test_export_upstream_writes_the_task_folder(exported):
 @pytest.mark.cli
 def test_the_exported_folder_runs_where_the_package_is_installed(installed, exported):
     # the task hook off: lmms-eval sees only the exported folder (--include_path), not the installed one
-    run = installed.lmms_eval("oracle", "exported", include_path=str(exported),
-                              env={"LMMS_EVAL_PLUGINS_NO_TASK_HOOK": "1"}, log_samples=False)
+    run = installed.lmms_eval(
+        "oracle", "exported", include_path=str(exported), env={"LMMS_EVAL_PLUGINS_NO_TASK_HOOK": "1"}, log_samples=False
+    )
     assert run.task_results(f"{E2E}_sample")["accuracy"] == 100.0
     data_files = run.results["configs"][f"{E2E}_sample"]["dataset_kwargs"]["data_files"]["test"]
     assert Path(data_files).is_relative_to(exported)
 
 
-BLOCK_AND_IMPORT = textwrap.dedent('''
+BLOCK_AND_IMPORT = textwrap.dedent("""
     import importlib.abc, importlib.util, sys
 
     BLOCKED = sys.argv[1:3]
@@ -346,7 +414,7 @@ BLOCK_AND_IMPORT = textwrap.dedent('''
     sys.meta_path.insert(0, Block())
     spec = importlib.util.spec_from_file_location("utils", sys.argv[3])
     spec.loader.exec_module(importlib.util.module_from_spec(spec))
-''')
+""")
 
 
 @pytest.mark.wheel

@@ -42,9 +42,13 @@ def _write_run(folder: Path, samples: dict[str, list[dict]], *, versions: dict |
     """A minimal lmms-eval output: results JSON plus one samples JSONL per task."""
     folder.mkdir(parents=True, exist_ok=True)
     tasks = sorted(samples)
-    results = {"results": {t: {"alias": t, "score,none": 1.0, "unscored,none": 0} for t in tasks},
-               "group_subtasks": {t: [] for t in tasks}, "configs": {t: {"task": t} for t in tasks},
-               "versions": versions or {t: 0.1 for t in tasks}, "config": {"model": "m", "model_args": "x=1"}}
+    results = {
+        "results": {t: {"alias": t, "score,none": 1.0, "unscored,none": 0} for t in tasks},
+        "group_subtasks": {t: [] for t in tasks},
+        "configs": {t: {"task": t} for t in tasks},
+        "versions": versions or {t: 0.1 for t in tasks},
+        "config": {"model": "m", "model_args": "x=1"},
+    }
     path = folder / f"{STEM}_results.json"
     path.write_text(json.dumps(results, indent=2))
     for task, records in samples.items():
@@ -57,8 +61,12 @@ def _sample(doc_id: int, **fields) -> dict:
 
 
 def _request(doc_id: int, task: str = "t", prompt: str | None = None, idx: int = 0) -> Instance:
-    return Instance(request_type="generate_until", arguments=(prompt or f"Q{doc_id}", {}, None, doc_id, task, "test"),
-                    idx=idx, metadata={"task": task, "doc_id": doc_id, "repeats": 1})
+    return Instance(
+        request_type="generate_until",
+        arguments=(prompt or f"Q{doc_id}", {}, None, doc_id, task, "test"),
+        idx=idx,
+        metadata={"task": task, "doc_id": doc_id, "repeats": 1},
+    )
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
@@ -79,32 +87,48 @@ def _score(argv: list[str], env: dict[str, str] | None = None) -> tuple[int, str
 # ------------------------------------------------------------------------------ reply extraction
 
 
-@pytest.mark.parametrize("stored, reply", [
-    ("Error Step: Step 2", "Error Step: Step 2"),  # take_first: the reply itself
-    (["B"], "B"),  # lmms-eval's list of generations
-    ([["B"]], "B"),
-    (['{"text": "judged reply", "judge": {"verdict": 1.0}}'], "judged reply"),  # our judge's attachment, str()-ed
-    ({"text": "judged reply", "judge": {}}, "judged reply"),
-    (["E", '{"group": "v1", "ref": "v1/S1", "result": null}'], "E"),  # replay filter: [text, attachment]
-    ('{"text": "the model answered JSON"}', '{"text": "the model answered JSON"}'),  # a bare string is never decoded
-    (["{not json"], "{not json"),
-    ([], None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "stored, reply",
+    [
+        ("Error Step: Step 2", "Error Step: Step 2"),  # take_first: the reply itself
+        (["B"], "B"),  # lmms-eval's list of generations
+        ([["B"]], "B"),
+        (['{"text": "judged reply", "judge": {"verdict": 1.0}}'], "judged reply"),  # our judge's attachment, str()-ed
+        ({"text": "judged reply", "judge": {}}, "judged reply"),
+        (["E", '{"group": "v1", "ref": "v1/S1", "result": null}'], "E"),  # replay filter: [text, attachment]
+        (
+            '{"text": "the model answered JSON"}',
+            '{"text": "the model answered JSON"}',
+        ),  # a bare string is never decoded
+        (["{not json"], "{not json"),
+        ([], None),
+        (None, None),
+    ],
+)
 def test_reply_text(stored, reply):
     assert reply_text(stored) == reply
 
 
 def test_replay_answers_every_request_with_its_stored_reply(tmp_path):
-    path = _write_run(tmp_path, {"t": [
-        _sample(0, filtered_resps="plain"),
-        _sample(1, filtered_resps=['{"text": "judged", "judge": {"verdict": 0.0}}']),
-        _sample(2, resps="<think>hm</think> B", filtered_resps="B"),  # before the reasoning-tag stripping
-        _sample(3, filtered_resps=["[LMMS_EVAL_REQUEST_FAILED after 1 retries] Connection error."]),
-    ]})
+    path = _write_run(
+        tmp_path,
+        {
+            "t": [
+                _sample(0, filtered_resps="plain"),
+                _sample(1, filtered_resps=['{"text": "judged", "judge": {"verdict": 0.0}}']),
+                _sample(2, resps="<think>hm</think> B", filtered_resps="B"),  # before the reasoning-tag stripping
+                _sample(3, filtered_resps=["[LMMS_EVAL_REQUEST_FAILED after 1 retries] Connection error."]),
+            ]
+        },
+    )
     model = Replay(samples=str(path))
     replies = model.generate_until([_request(2), _request(0), _request(3), _request(1)])
-    assert replies == ["<think>hm</think> B", "plain", "[LMMS_EVAL_REQUEST_FAILED after 1 retries] Connection error.", "judged"]
+    assert replies == [
+        "<think>hm</think> B",
+        "plain",
+        "[LMMS_EVAL_REQUEST_FAILED after 1 retries] Connection error.",
+        "judged",
+    ]
 
 
 def test_replay_refuses_a_changed_prompt_naming_file_task_and_doc(tmp_path):
@@ -153,7 +177,12 @@ def test_a_run_without_logged_samples(tmp_path):
     path.with_name(f"{STEM}_samples_t.jsonl").unlink()
     before = _snapshot(tmp_path)
     status, _, err = _score([str(tmp_path / "out")])
-    assert status == 2 and str(path) in err and "the run logged no samples" in err and "re-run lmms-eval with --log_samples" in err
+    assert (
+        status == 2
+        and str(path) in err
+        and "the run logged no samples" in err
+        and "re-run lmms-eval with --log_samples" in err
+    )
     assert _snapshot(tmp_path) == before
 
 
@@ -177,8 +206,11 @@ def test_unknown_task_and_results_that_are_not_json(tmp_path):
 
 
 def test_tasks_groups_and_results_selection(tmp_path):
-    data = {"results": {"g": {}, "a": {}, "b": {}, "c": {}}, "configs": {"a": {}, "b": {}, "c": {}},
-            "group_subtasks": {"g": ["a", "b"], "a": [], "b": [], "c": []}}
+    data = {
+        "results": {"g": {}, "a": {}, "b": {}, "c": {}},
+        "configs": {"a": {}, "b": {}, "c": {}},
+        "group_subtasks": {"g": ["a", "b"], "a": [], "b": [], "c": []},
+    }
     assert score.run_tasks(data, None, tmp_path) == ["a", "b", "c"]
     assert score.run_tasks(data, "g,c,a", tmp_path) == ["a", "b", "c"]
     old = _write_run(tmp_path / "one", {"t": [_sample(0, filtered_resps="A")]})
@@ -201,36 +233,68 @@ def test_a_changed_task_version_or_gold_answer_is_refused(tmp_path):
 
 
 def test_options_of_the_run_that_the_replay_keeps():
-    config = {"limit": 5.0, "resolved_cli_args": {"limit": 5.0, "offset": 0, "num_fewshot": None, "reasoning_tags": "none",
-                                                  "include_path": None, "process_with_media": True, "gen_kwargs": "t=0"}}
-    assert score.forwarded_options(config) == ["--limit=5.0", "--offset=0", "--reasoning_tags=none",
-                                               "--process_with_media"]
+    config = {
+        "limit": 5.0,
+        "resolved_cli_args": {
+            "limit": 5.0,
+            "offset": 0,
+            "num_fewshot": None,
+            "reasoning_tags": "none",
+            "include_path": None,
+            "process_with_media": True,
+            "gen_kwargs": "t=0",
+        },
+    }
+    assert score.forwarded_options(config) == [
+        "--limit=5.0",
+        "--offset=0",
+        "--reasoning_tags=none",
+        "--process_with_media",
+    ]
     # a value starting with '-' stays one value: it cannot smuggle in another lmms-eval option
     hostile = {"resolved_cli_args": {"system_instruction": "--include_path=/x"}}
     assert score.forwarded_options(hostile) == ["--system_instruction=--include_path=/x"]
 
 
-@pytest.mark.parametrize("field, value", [("limit", "5; rm"), ("offset", True), ("num_fewshot", [1]),
-                                          ("reasoning_tags", {"a": 1}), ("system_instruction", "a\0b")])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("limit", "5; rm"),
+        ("offset", True),
+        ("num_fewshot", [1]),
+        ("reasoning_tags", {"a": 1}),
+        ("system_instruction", "a\0b"),
+    ],
+)
 def test_a_forwarded_option_of_the_wrong_type_is_named_tampering(tmp_path, field, value):
-    with pytest.raises(score.ScoreInputError, match=rf"r.json: config.resolved_cli_args.{field} is .*edited or damaged"):
+    with pytest.raises(
+        score.ScoreInputError, match=rf"r.json: config.resolved_cli_args.{field} is .*edited or damaged"
+    ):
         score.forwarded_options({"resolved_cli_args": {field: value}}, tmp_path / "r.json")
 
 
 def test_include_path_comes_from_the_command_line_only(tmp_path):
     installed = [str(tmp_path / "ours")]
     stored = {"resolved_cli_args": {"include_path": str(tmp_path / "run" / "evil")}}
-    with pytest.raises(score.ScoreInputError, match=r"r.json: config.resolved_cli_args.include_path names .*evil.*"
-                                                    r"--include_path DIR"):
+    with pytest.raises(
+        score.ScoreInputError,
+        match=r"r.json: config.resolved_cli_args.include_path names .*evil.*"
+        r"--include_path DIR",
+    ):
         score.include_options(stored, tmp_path / "r.json", None, lambda: installed)
     as_list = {"resolved_cli_args": {"include_path": [str(tmp_path / "ours"), "evil"]}}  # a --config file's list
     with pytest.raises(score.ScoreInputError, match="'evil'"):
         score.include_options(as_list, tmp_path / "r.json", None, lambda: installed)
     # an installed benchmark's folder is indexed anyway: nothing to forward, nothing to refuse
-    assert score.include_options({"resolved_cli_args": {"include_path": installed[0]}}, tmp_path, None, lambda: installed) == []
+    assert (
+        score.include_options({"resolved_cli_args": {"include_path": installed[0]}}, tmp_path, None, lambda: installed)
+        == []
+    )
     assert score.include_options({"resolved_cli_args": {"include_path": None}}, tmp_path, None, lambda: installed) == []
     # given by the user: used, whatever the run stored
-    assert score.include_options(stored, tmp_path, "mine", lambda: installed) == [f"--include_path={Path('mine').resolve()}"]
+    assert score.include_options(stored, tmp_path, "mine", lambda: installed) == [
+        f"--include_path={Path('mine').resolve()}"
+    ]
     command = score.replay_command(tmp_path / "r.json", ["t"], tmp_path / "o", stored, ["--include_path=/trusted"])
     assert [a for a in command if a.startswith("--include_path")] == ["--include_path=/trusted"]
 
@@ -245,8 +309,12 @@ def _dead_port() -> int:
 
 
 def _env(tmp: Path) -> dict[str, str]:
-    return {**OFFLINE_ENV, "LMMS_EVAL_PLUGINS_CACHE": str(tmp / "cache"), "HF_DATASETS_CACHE": str(tmp / "hf"),
-            "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp / "cache" / "judge.sqlite3")}
+    return {
+        **OFFLINE_ENV,
+        "LMMS_EVAL_PLUGINS_CACHE": str(tmp / "cache"),
+        "HF_DATASETS_CACHE": str(tmp / "hf"),
+        "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp / "cache" / "judge.sqlite3"),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -254,8 +322,13 @@ def failed_run(tmp_path_factory):
     """A run whose model requests all failed, then `score` on it."""
     tmp = tmp_path_factory.mktemp("score-dead")
     args = f"model_version=served-model,base_url=http://127.0.0.1:{_dead_port()}/v1,api_key=k,max_retries=1,retry_backoff_s=0"
-    run = run_lmms_eval(tasks=["errorradar_step_sample", "crossvid_bu_sample"], model="openai", model_args=args,
-                        output_dir=tmp / "out", env=_env(tmp))
+    run = run_lmms_eval(
+        tasks=["errorradar_step_sample", "crossvid_bu_sample"],
+        model="openai",
+        model_args=args,
+        output_dir=tmp / "out",
+        env=_env(tmp),
+    )
     assert run.results_path is not None, run.tail()
     status, out, err = _score([str(tmp / "out")], _env(tmp))
     return run, status, out, err
@@ -265,8 +338,12 @@ def failed_run(tmp_path_factory):
 def oracle_run(tmp_path_factory):
     """An oracle run, its files before `score`, and `score` on it."""
     tmp = tmp_path_factory.mktemp("score-oracle")
-    run = run_lmms_eval(tasks=["errorradar_step_sample", "mmerror_etc_sample", "causalstep_sample"], model="oracle",
-                        output_dir=tmp / "out", env=_env(tmp))
+    run = run_lmms_eval(
+        tasks=["errorradar_step_sample", "mmerror_etc_sample", "causalstep_sample"],
+        model="oracle",
+        output_dir=tmp / "out",
+        env=_env(tmp),
+    )
     assert run.results_path is not None, run.tail()
     before = _snapshot(tmp / "out")
     status, out, err = _score([str(tmp / "out")], _env(tmp))
@@ -288,8 +365,12 @@ def test_failed_model_requests_stay_unscored(failed_run):
         n = len(run.samples(task))
         assert run.results["results"][task]["unscored,none"] == n > 0
         assert new["results"][task]["unscored,none"] == n, task  # the replay gave the failures back
-        reasons = {json.loads(line)["unscored"]["unscored"] for line in
-                   path.with_name(path.name.replace("_results.json", f"_samples_{task}.jsonl")).read_text().splitlines()}
+        reasons = {
+            json.loads(line)["unscored"]["unscored"]
+            for line in path.with_name(path.name.replace("_results.json", f"_samples_{task}.jsonl"))
+            .read_text()
+            .splitlines()
+        }
         assert reasons == {REQUEST_FAILED}
     assert "still unscored" in out and "failed model request" in out and "only the model can answer them" in out
     assert "|errorradar_step_sample" in out  # lmms-eval's table
@@ -309,8 +390,11 @@ def test_rescoring_an_oracle_run_gives_the_same_metrics_beside_the_untouched_ori
     after = _snapshot(tmp / "out")
     assert {k: after[k] for k in before} == before  # nothing of the run was touched
     assert {Path(k).name.split("_", 2)[2] for k in set(after) - set(before)} == {
-        "results.json", "samples_errorradar_step_sample.jsonl", "samples_mmerror_etc_sample.jsonl",
-        "samples_causalstep_sample.jsonl"}
+        "results.json",
+        "samples_errorradar_step_sample.jsonl",
+        "samples_mmerror_etc_sample.jsonl",
+        "samples_causalstep_sample.jsonl",
+    }
     assert "every sample scored" in out and "|causalstep_sample" in out
 
     from lmms_eval_plugins import report
@@ -341,8 +425,10 @@ def test_a_changed_prompt_stops_the_replay_and_writes_nothing(oracle_run, tmp_pa
 
 def test_rescored_results_hide_credential_like_model_args(tmp_path):
     """The new results JSON names the original model, never its keys (lmms-eval redacts only some names)."""
-    for stored, shown in (("pretrained=m,apikey=sk-1,base_url=http://u:pw@h/v1", "pretrained=m,apikey=***,base_url=http://***@h/v1"),
-                          ({"pretrained": "m", "hf_token": "t"}, {"pretrained": "m", "hf_token": "***"})):
+    for stored, shown in (
+        ("pretrained=m,apikey=sk-1,base_url=http://u:pw@h/v1", "pretrained=m,apikey=***,base_url=http://***@h/v1"),
+        ({"pretrained": "m", "hf_token": "t"}, {"pretrained": "m", "hf_token": "***"}),
+    ):
         new: dict = {"config": {"model": "replay", "model_args": "samples=x"}}
         score.mark_rescored(new, {"config": {"model": "openai", "model_args": stored}}, tmp_path / "r_results.json", {})
         assert new["config"]["model_args"] == shown
@@ -363,26 +449,42 @@ def test_an_old_format_run_rescores_to_the_same_numbers_and_reads_as_the_new_for
     stored = json.loads(next(copy.glob("*_results.json")).read_text())
     # score's own process (its replay is a child) reads each file in one streamed pass and never loads
     # lmms-eval, torch or a benchmark (issue 41: it imported every benchmark, and torch for one split)
-    probe = ("import json, sys; from lmms_eval_plugins import score; code = score.main(sys.argv[1:]); "
-             "print(json.dumps(sorted(m for m in sys.modules if m in ('torch', 'lmms_eval') or "
-             "m.startswith('lmms_eval_plugins.benchmarks.')))); sys.exit(code)")
-    done = subprocess.run([sys.executable, "-c", probe, str(copy)], env={**os.environ, **_env(tmp_path)},
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    probe = (
+        "import json, sys; from lmms_eval_plugins import score; code = score.main(sys.argv[1:]); "
+        "print(json.dumps(sorted(m for m in sys.modules if m in ('torch', 'lmms_eval') or "
+        "m.startswith('lmms_eval_plugins.benchmarks.')))); sys.exit(code)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(copy)],
+        env={**os.environ, **_env(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
-    new_path = next(p for p in copy.glob("*_results.json") if p.name != next(OLD_FORMAT_RUN.glob("*_results.json")).name)
+    new_path = next(
+        p for p in copy.glob("*_results.json") if p.name != next(OLD_FORMAT_RUN.glob("*_results.json")).name
+    )
     new = json.loads(new_path.read_text())
     assert new["results"] == stored["results"]
     for task in ("errorradar_cate_sample", "mmerror_etc_sample"):
-        old_lines = logged_samples.read_samples(runs.samples_path(copy / next(OLD_FORMAT_RUN.glob("*_results.json")).name, task))
+        old_lines = logged_samples.read_samples(
+            runs.samples_path(copy / next(OLD_FORMAT_RUN.glob("*_results.json")).name, task)
+        )
         new_lines = logged_samples.read_samples(runs.samples_path(new_path, task))
         metrics = [m["metric"] for m in new["configs"][task]["metric_list"]]
-        shared = [k for k in metrics if k in old_lines[0] and old_lines[0][k] == logged_samples.first_item(old_lines[0])]
+        shared = [
+            k for k in metrics if k in old_lines[0] and old_lines[0][k] == logged_samples.first_item(old_lines[0])
+        ]
         assert len(shared) >= 11  # the old line repeated the item (23 times a CATE line); the new one holds it once
         assert all(sum(v == logged_samples.first_item(line) for v in line.values()) == 1 for line in new_lines)
         # the committed run's media paths were made relative, and lmms-eval 0.7.3's doc_hash is of null
         keep = lambda line: {k: v for k, v in line.items() if k not in ("doc_hash", "input_media")}  # noqa: E731
-        assert [keep(logged_samples.lean(o)) for o in old_lines] == [keep(logged_samples.lean(n)) for n in new_lines], task
+        assert [keep(logged_samples.lean(o)) for o in old_lines] == [keep(logged_samples.lean(n)) for n in new_lines], (
+            task
+        )
         assert [keep(o) for o in old_lines] == [keep(logged_samples.with_every_item(n, metrics)) for n in new_lines]
     # compare reads the two layouts alike: every paired difference of the old run and its re-score is 0
     old_only, new_only = tmp_path / "old", tmp_path / "new"

@@ -42,7 +42,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # judge_server.py
 from judge_server import JudgeServer, Reply
 
 VIDEO_TASKS = {
-    **{f"crossvid_{code}_sample": "crossvid" for code in ("bu", "nc", "cc", "pea", "pi", "fsa", "pss", "msr", "moc", "ccqa")},
+    **{
+        f"crossvid_{code}_sample": "crossvid"
+        for code in ("bu", "nc", "cc", "pea", "pi", "fsa", "pss", "msr", "moc", "ccqa")
+    },
     "causalstep_sample": "causalstep",
     "virectify_sample": "virectify",
     "virectify_reflect_sample": "virectify",
@@ -56,13 +59,14 @@ COLOUR_TOLERANCE = 6.0  # RGB units; a frame's colours vary by <3 within a video
 
 # ------------------------------------------------------------------------------------- reading frames
 
+
 @dataclass(frozen=True)
 class Frame:
     video: int  # 1-based, in order of first appearance in the doc's own messages; 0: no video of the doc
     index: int  # the frame number drawn into the picture
 
     def name(self, n_videos: int) -> str:
-        """"14" in a one-video doc, "v2:14" otherwise ("v?:14": colours of none of the doc's videos)."""
+        """ "14" in a one-video doc, "v2:14" otherwise ("v?:14": colours of none of the doc's videos)."""
         if self.video == 1 and n_videos == 1:
             return str(self.index)
         return f"v{self.video or '?'}:{self.index}"
@@ -124,6 +128,7 @@ def decode_data_url(url: str) -> Image.Image:
 
 # --------------------------------------------------------------------------------- layouts to compare
 
+
 @dataclass(frozen=True)
 class Group:
     """The frames between two text items (a video item, or consecutive image items)."""
@@ -161,7 +166,9 @@ def intended_layout(messages: list[dict[str, Any]], palettes: Palettes) -> Layou
             elif item["type"] in ("video", "image"):
                 images = item["url"] if item["type"] == "video" else [item["url"]]
                 assert all(isinstance(i, Image.Image) for i in images), f"expected PIL frames in {item['type']} items"
-                _append_frames(entries, [palettes.learn(i) for i in images], [i.size for i in images], item["type"] == "video")
+                _append_frames(
+                    entries, [palettes.learn(i) for i in images], [i.size for i in images], item["type"] == "video"
+                )
             else:
                 raise AssertionError(f"unexpected content item {item['type']!r}")
         layout.append((message["role"], tuple(entries)))
@@ -209,8 +216,14 @@ def differences(intended: Layout, served: Layout, n_videos: int) -> list[str]:
         for want, got in zip(want_groups, got_groups):
             if got.frames != want.frames:
                 padded = len(got.frames) > len(want.frames) and got.frames[: len(want.frames)] == want.frames
-                why = " (padded: the last frame repeated)" if padded and set(got.frames[len(want.frames):]) == {want.frames[-1]} else ""
-                problems.append(f"{want.label} sent {_names(got.frames, n_videos)} for {_names(want.frames, n_videos)}{why}")
+                why = (
+                    " (padded: the last frame repeated)"
+                    if padded and set(got.frames[len(want.frames) :]) == {want.frames[-1]}
+                    else ""
+                )
+                problems.append(
+                    f"{want.label} sent {_names(got.frames, n_videos)} for {_names(want.frames, n_videos)}{why}"
+                )
     return problems
 
 
@@ -218,27 +231,36 @@ def size_problems(intended: Layout, served: Layout) -> list[str]:
     """Image items arrive as they were; a video's frames arrive at one size, in multiples of 28."""
     problems = []
     for (_, want_entries), (_, got_entries) in zip(intended, served):
-        for want, got in zip([e for e in want_entries if isinstance(e, Group)], [e for e in got_entries if isinstance(e, Group)]):
+        for want, got in zip(
+            [e for e in want_entries if isinstance(e, Group)], [e for e in got_entries if isinstance(e, Group)]
+        ):
             if not want.is_video:
                 if got.sizes != want.sizes:
-                    problems.append(f"{want.label}: image sizes {sorted(set(got.sizes))} arrived for {sorted(set(want.sizes))}")
+                    problems.append(
+                        f"{want.label}: image sizes {sorted(set(got.sizes))} arrived for {sorted(set(want.sizes))}"
+                    )
             elif len(set(got.sizes)) != 1 or any(side % QWEN_FACTOR for side in got.sizes[0]):
-                problems.append(f"{want.label}: video frames arrived at {sorted(set(got.sizes))} (from {sorted(set(want.sizes))})")
+                problems.append(
+                    f"{want.label}: video frames arrived at {sorted(set(got.sizes))} (from {sorted(set(want.sizes))})"
+                )
     return problems
 
 
 def size_summary(pairs: list[tuple[Layout, Layout]]) -> str:
-    """"96x72 -> 392x280 (x40)": the task's frame sizes and what arrived, over a task's docs."""
+    """ "96x72 -> 392x280 (x40)": the task's frame sizes and what arrived, over a task's docs."""
     counts: Counter = Counter()
     for intended, served in pairs:
         for (_, want_entries), (_, got_entries) in zip(intended, served):
-            for want, got in zip([e for e in want_entries if isinstance(e, Group)], [e for e in got_entries if isinstance(e, Group)]):
+            for want, got in zip(
+                [e for e in want_entries if isinstance(e, Group)], [e for e in got_entries if isinstance(e, Group)]
+            ):
                 for w, g in zip(want.sizes, got.sizes):
                     counts[f"{w[0]}x{w[1]} -> {g[0]}x{g[1]}"] += 1
     return ", ".join(f"{k} (x{n})" for k, n in counts.most_common())
 
 
 # ------------------------------------------------------------------------------------ the tasks' docs
+
 
 class _TaskLoader(yaml.SafeLoader):
     pass
@@ -294,6 +316,7 @@ def describe(doc: IntendedDoc, problems: list[str]) -> str:
 
 # ------------------------------------------------------------------------------- in process (fast)
 
+
 @pytest.fixture(scope="module")
 def fixed_lmms_eval():
     """What our lmms_eval.models entry point does in every lmms-eval process."""
@@ -312,9 +335,16 @@ def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def pictures(messages: list[dict[str, Any]]) -> tuple:
     """A doc's pictures as the conversion sees them: its video and image items, text left out."""
     items = [item for message in messages for item in message["content"] if item["type"] in ("video", "image")]
-    return tuple((item["type"], tuple(hashlib.blake2b(image.tobytes(), digest_size=8).digest()
-                                      for image in (item["url"] if item["type"] == "video" else [item["url"]])))
-                 for item in items)
+    return tuple(
+        (
+            item["type"],
+            tuple(
+                hashlib.blake2b(image.tobytes(), digest_size=8).digest()
+                for image in (item["url"] if item["type"] == "video" else [item["url"]])
+            ),
+        )
+        for item in items
+    )
 
 
 @pytest.mark.parametrize("task", VIDEO_TASKS)
@@ -335,8 +365,10 @@ def test_converted_messages_carry_the_task_frames(task, fixed_lmms_eval):
         if found:
             problems.append(describe(doc, found))
     seconds = time.process_time() - started
-    assert not problems, (f"{len(problems)} of {len(distinct)} distinct docs converted wrong ({seconds:.1f}s CPU); "
-                          f"sizes {size_summary(pairs)}:\n" + "\n".join(problems[:40]))
+    assert not problems, (
+        f"{len(problems)} of {len(distinct)} distinct docs converted wrong ({seconds:.1f}s CPU); "
+        f"sizes {size_summary(pairs)}:\n" + "\n".join(problems[:40])
+    )
 
 
 # The id reuse depends on the allocator: the same doc, converted again after a gc, must come out the
@@ -355,7 +387,9 @@ def test_conversion_is_the_same_every_time(task, number, fixed_lmms_eval):
         found = differences(doc.layout, served, len(doc.palettes.videos))
         if found:
             problems.append(f"pass {repeat + 1}: " + "; ".join(found))
-        urls = [item["image_url"]["url"] for message in sent for item in message["content"] if item["type"] == "image_url"]
+        urls = [
+            item["image_url"]["url"] for message in sent for item in message["content"] if item["type"] == "image_url"
+        ]
         first = first or urls
         if urls != first:
             problems.append(f"pass {repeat + 1}: other bytes than pass 1")
@@ -363,6 +397,7 @@ def test_conversion_is_the_same_every_time(task, number, fixed_lmms_eval):
 
 
 # ---------------------------------------------------------------------- the real CLI against a server
+
 
 @dataclass
 class ServedRun:
@@ -375,16 +410,28 @@ class ServedRun:
 def served_run(tmp_path_factory) -> ServedRun:
     """ONE lmms-eval run of every video sample task through the openai chat class, against a loopback server."""
     tmp = tmp_path_factory.mktemp("served-frames")
-    env = {**OFFLINE_JUDGE,  # private caches, as the isolated_env fixture sets them
-           "LMMS_EVAL_PLUGINS_CACHE": str(tmp / "cache"), "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp / "cache" / "judge.sqlite3"),
-           "HF_DATASETS_CACHE": str(tmp / "hf-datasets")}
+    env = {
+        **OFFLINE_JUDGE,  # private caches, as the isolated_env fixture sets them
+        "LMMS_EVAL_PLUGINS_CACHE": str(tmp / "cache"),
+        "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp / "cache" / "judge.sqlite3"),
+        "HF_DATASETS_CACHE": str(tmp / "hf-datasets"),
+    }
     with pytest.MonkeyPatch.context() as mp, JudgeServer(lambda request: Reply(content="A"), lifetime=1800) as server:
         mp.delenv("LMMS_EVAL_PLUGINS_DATA_ROOT", raising=False)
         mp.delenv("LMMS_IMAGE_ENCODE_FORMAT", raising=False)  # PNG, lmms-eval's default
-        model_args = (f"model_version=test-model,base_url={server.base_url},api_key=k,max_retries=1,"
-                      "httpx_trust_env=False")  # no proxy between us and 127.0.0.1
-        run = run_lmms_eval(tasks=list(VIDEO_TASKS), model="openai", model_args=model_args, output_dir=tmp / "out",
-                            env=env, log_samples=False, timeout=1200)
+        model_args = (
+            f"model_version=test-model,base_url={server.base_url},api_key=k,max_retries=1,"
+            "httpx_trust_env=False"
+        )  # no proxy between us and 127.0.0.1
+        run = run_lmms_eval(
+            tasks=list(VIDEO_TASKS),
+            model="openai",
+            model_args=model_args,
+            output_dir=tmp / "out",
+            env=env,
+            log_samples=False,
+            timeout=1200,
+        )
         requests = list(server.requests)
     return ServedRun(run, requests, {task: intended_docs(task) for task in VIDEO_TASKS})
 
@@ -444,6 +491,7 @@ def test_cli_served_frames(task, served_run, requests_by_text):
         if found:
             problems.append(describe(doc, found))
         checked += 1
-    assert not problems, (f"{len(problems)} of {len(docs)} requests wrong; sizes {size_summary(pairs)}:\n"
-                          + "\n".join(problems[:40]))
+    assert not problems, f"{len(problems)} of {len(docs)} requests wrong; sizes {size_summary(pairs)}:\n" + "\n".join(
+        problems[:40]
+    )
     assert checked == len(docs) > 0

@@ -13,11 +13,18 @@ from lmms_eval_plugins.settings import CACHE_ENV, BadSetting, cache_root, env_nu
 NAME = "LMMS_EVAL_PLUGINS_TEST_SETTING"
 
 
-@pytest.mark.parametrize("raw, kwargs, expected", [
-    (None, {}, 7.0), ("  ", {}, 7.0), ("2.5", {}, 2.5), (" 3 ", {"whole": True}, 3),
-    ("-4", {"minimum": 0, "clamp": True}, 0.0), ("-4", {"whole": True, "minimum": 1, "clamp": True}, 1),
-    ("1e3", {}, 1000.0),
-])
+@pytest.mark.parametrize(
+    "raw, kwargs, expected",
+    [
+        (None, {}, 7.0),
+        ("  ", {}, 7.0),
+        ("2.5", {}, 2.5),
+        (" 3 ", {"whole": True}, 3),
+        ("-4", {"minimum": 0, "clamp": True}, 0.0),
+        ("-4", {"whole": True, "minimum": 1, "clamp": True}, 1),
+        ("1e3", {}, 1000.0),
+    ],
+)
 def test_numbers(monkeypatch, raw, kwargs, expected):
     if raw is None:
         monkeypatch.delenv(NAME, raising=False)
@@ -27,10 +34,16 @@ def test_numbers(monkeypatch, raw, kwargs, expected):
     assert value == expected and type(value) is type(expected)
 
 
-@pytest.mark.parametrize("raw, kwargs, words", [
-    ("soon", {}, "is not a number"), ("1.5", {"whole": True}, "is not a whole number"),
-    ("inf", {}, "is not a finite number"), ("nan", {}, "is not a finite number"), ("-1", {"minimum": 0}, "is below 0"),
-])
+@pytest.mark.parametrize(
+    "raw, kwargs, words",
+    [
+        ("soon", {}, "is not a number"),
+        ("1.5", {"whole": True}, "is not a whole number"),
+        ("inf", {}, "is not a finite number"),
+        ("nan", {}, "is not a finite number"),
+        ("-1", {"minimum": 0}, "is below 0"),
+    ],
+)
 def test_bad_numbers_name_the_variable_and_the_value(monkeypatch, raw, kwargs, words):
     monkeypatch.setenv(NAME, raw)
     with pytest.raises(BadSetting, match=f"{NAME}='{raw}' {words}"):

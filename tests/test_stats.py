@@ -159,15 +159,18 @@ def _f1(items):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans(), st.integers(0, 9)), min_size=0, max_size=40),
-       st.booleans())
+@given(
+    st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans(), st.integers(0, 9)), min_size=0, max_size=40),
+    st.booleans(),
+)
 def test_paired_intervals_stay_in_range_and_agree_with_p(rows, mean_metric):
     a = [{"gold": g, "pred": pa} for g, pa, _, _ in rows]
     b = [{"gold": g, "pred": pb} for g, _, pb, _ in rows]
     clusters = [c for *_, c in rows]
     if mean_metric:
-        result = stats.paired_mean([float(x["pred"]) for x in a], [float(x["pred"]) for x in b], clusters=clusters,
-                                   scale=100.0, iterations=80)
+        result = stats.paired_mean(
+            [float(x["pred"]) for x in a], [float(x["pred"]) for x in b], clusters=clusters, scale=100.0, iterations=80
+        )
     else:
         result = stats.paired_bootstrap(_f1, a, b, clusters=clusters, iterations=80)
     have = [result.ci_low is not None, result.ci_high is not None, result.p_value is not None]
@@ -191,20 +194,31 @@ def _task_output(task_name, metrics, items_by_metric, aggregations):
         task_name=task_name,
         task=SimpleNamespace(aggregation=lambda: aggregations),
         sample_metrics={(name, "none"): items for name, items in items_by_metric.items()},
-        agg_metrics={**{f"{name},none": value for name, value in metrics.items()},
-                     **{f"{name}_stderr,none": "N/A" for name in metrics}},
+        agg_metrics={
+            **{f"{name},none": value for name, value in metrics.items()},
+            **{f"{name}_stderr,none": "N/A" for name in metrics},
+        },
     )
 
 
 def test_fill_stderrs_uses_the_spec_analytic_clustered_and_leaves_counts_alone():
     # three rounds of two records: record q1 right every time, q2 right once
-    items = [{"question_id": q, "correct": c, "round": r}
-             for r, (c1, c2) in enumerate([(True, False), (True, True), (True, False)])
-             for q, c in (("q1", c1), ("q2", c2))]
-    agg = {"step_acc": lambda xs: 100.0 * sum(x["correct"] for x in xs) / len(xs), "step_parse_fail": lambda xs: 0,
-           "step_acc_std": lambda xs: 0.0}
-    out = _task_output("errorradar_step_3rounds", {"step_acc": agg["step_acc"](items), "step_parse_fail": 0, "step_acc_std": 0.0},
-                       {"step_acc": items, "step_parse_fail": items, "step_acc_std": items}, agg)
+    items = [
+        {"question_id": q, "correct": c, "round": r}
+        for r, (c1, c2) in enumerate([(True, False), (True, True), (True, False)])
+        for q, c in (("q1", c1), ("q2", c2))
+    ]
+    agg = {
+        "step_acc": lambda xs: 100.0 * sum(x["correct"] for x in xs) / len(xs),
+        "step_parse_fail": lambda xs: 0,
+        "step_acc_std": lambda xs: 0.0,
+    }
+    out = _task_output(
+        "errorradar_step_3rounds",
+        {"step_acc": agg["step_acc"](items), "step_parse_fail": 0, "step_acc_std": 0.0},
+        {"step_acc": items, "step_parse_fail": items, "step_acc_std": items},
+        agg,
+    )
     errorbars.fill_stderrs(out, bootstrap_iters=100)
     scores = [float(i["correct"]) for i in items]
     expected = 100 * stats.clustered_stderr(scores, [i["question_id"] for i in items])
@@ -217,11 +231,16 @@ def test_fill_stderrs_bootstraps_a_metric_that_is_not_a_mean_and_skips_unscored_
     spec = get("errorradar")
     items = [{"question_id": f"q{i}", "correct": i % 3 == 0} for i in range(30)]
     f1 = lambda xs: 100.0 * sum(x["correct"] for x in xs) / (len(xs) + 1)  # noqa: E731  (a ratio, not a mean)
-    out = _task_output("errorradar_cate", {"cate_macro_f1": f1(items), "cate_acc": None},
-                       {"cate_macro_f1": items, "cate_acc": items}, {"cate_macro_f1": f1, "cate_acc": f1})
+    out = _task_output(
+        "errorradar_cate",
+        {"cate_macro_f1": f1(items), "cate_acc": None},
+        {"cate_macro_f1": items, "cate_acc": items},
+        {"cate_macro_f1": f1, "cate_acc": f1},
+    )
     errorbars.fill_stderrs(out, bootstrap_iters=100)
     assert out.agg_metrics["cate_macro_f1_stderr,none"] == pytest.approx(
-        stats.bootstrap_stderr(f1, items, clusters=errorbars.clusters_of(spec, items)))
+        stats.bootstrap_stderr(f1, items, clusters=errorbars.clusters_of(spec, items))
+    )
     assert out.agg_metrics["cate_acc_stderr,none"] == "N/A"  # the metric is null (unscored): no error bar
     off = _task_output("errorradar_cate", {"cate_macro_f1": 1.0}, {"cate_macro_f1": items}, {"cate_macro_f1": f1})
     errorbars.fill_stderrs(off, bootstrap_iters=0)  # lmms-eval's --bootstrap_iters 0: bootstrap off

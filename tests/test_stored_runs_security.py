@@ -47,13 +47,25 @@ def _edit_results(folder: Path, edit) -> Path:
 def _env(tmp_path: Path) -> dict[str, str]:
     tmp = tmp_path / "tmp"
     tmp.mkdir(exist_ok=True)
-    return {**os.environ, **OFFLINE_ENV, "TMPDIR": str(tmp), "LMMS_EVAL_PLUGINS_CACHE": str(tmp_path / "cache"),
-            "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp_path / "cache" / "judge.sqlite3")}
+    return {
+        **os.environ,
+        **OFFLINE_ENV,
+        "TMPDIR": str(tmp),
+        "LMMS_EVAL_PLUGINS_CACHE": str(tmp_path / "cache"),
+        "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp_path / "cache" / "judge.sqlite3"),
+    }
 
 
 def _cli(tmp_path: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", *args], env=_env(tmp_path), cwd=cwd or tmp_path,
-                          capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "lmms_eval_plugins.cli", *args],
+        env=_env(tmp_path),
+        cwd=cwd or tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -74,7 +86,8 @@ def test_a_stored_include_path_is_refused_and_its_code_never_runs(tmp_path):
     marker = tmp_path / "PWNED"
     (evil / "utils.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\ndef hook(doc):\n    return doc\n")
     (evil / "errorradar_step_sample.yaml").write_text(
-        "task: errorradar_step_sample\ndataset_path: json\nprocess_docs: !function utils.hook\n")
+        "task: errorradar_step_sample\ndataset_path: json\nprocess_docs: !function utils.hook\n"
+    )
     results = _edit_results(run, lambda d: d["config"]["resolved_cli_args"].update(include_path="evil"))
     before = _files(run)
     done = _cli(tmp_path, "score", str(run), "--tasks", "errorradar_step_sample", cwd=run)
@@ -91,8 +104,11 @@ def test_a_task_name_with_a_slash_is_a_named_error_everywhere(tmp_path):
         data["results"]["a/b"] = data["results"].pop("errorradar_step_sample")
 
     results = _edit_results(run, rename)
-    for args, status in ((["score", str(run)], 2), (["report", str(run), "-o", str(tmp_path / "r"), "--no-plots"], 2),
-                         (["compare", str(run), str(RUNS / "random")], 2)):
+    for args, status in (
+        (["score", str(run)], 2),
+        (["report", str(run), "-o", str(tmp_path / "r"), "--no-plots"], 2),
+        (["compare", str(run), str(RUNS / "random")], 2),
+    ):
         done = _cli(tmp_path, *args)
         _no_traceback(done)
         assert done.returncode == status, (args, done.stderr[-2000:])
@@ -118,17 +134,26 @@ def test_a_doc_id_logged_twice_is_refused_by_score_and_compare(tmp_path):
 # ------------------------------------------------------------------------------ 10: bounded JSON
 
 
-@pytest.mark.parametrize("hostile, problem", [("[" * 100_000 + "]" * 100_000, "nested more than 100 levels deep"),
-                                              ("1" * 5000, "an integer of more than 4300 digits"),
-                                              # issue 36: under Python's digit limit, but float() of it would crash
-                                              ("1" * 400, "an integer of more than 308 digits")])
+@pytest.mark.parametrize(
+    "hostile, problem",
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested more than 100 levels deep"),
+        ("1" * 5000, "an integer of more than 4300 digits"),
+        # issue 36: under Python's digit limit, but float() of it would crash
+        ("1" * 400, "an integer of more than 308 digits"),
+    ],
+)
 def test_deep_or_huge_json_in_a_results_file_is_a_named_error(tmp_path, hostile, problem):
     run = _copy_run(tmp_path)
     results = run / RESULTS
     text = results.read_text(encoding="utf-8")
     results.write_text(text.replace('"results": {', f'"hostile": {hostile}, "results": {{', 1), encoding="utf-8")
-    for args, status in ((["score", str(run)], 2), (["report", str(run), "-o", str(tmp_path / "r"), "--no-plots"], 2),
-                         (["compare", str(run), str(RUNS / "random")], 2), (["check-run", str(run)], 1)):
+    for args, status in (
+        (["score", str(run)], 2),
+        (["report", str(run), "-o", str(tmp_path / "r"), "--no-plots"], 2),
+        (["compare", str(run), str(RUNS / "random")], 2),
+        (["check-run", str(run)], 1),
+    ):
         done = _cli(tmp_path, *args)
         _no_traceback(done)
         assert done.returncode == status and str(results) in done.stderr + done.stdout, (args, done.stderr[-2000:])
@@ -153,9 +178,14 @@ class _Score:
     """``lmms-eval-plugins score`` in the background, its stderr collected by a thread."""
 
     def __init__(self, tmp_path: Path, run: Path):
-        self.process = subprocess.Popen([sys.executable, "-m", "lmms_eval_plugins.cli", "score", str(run), "--tasks",
-                                         "errorradar_step_sample"], env=_env(tmp_path), cwd=tmp_path,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "lmms_eval_plugins.cli", "score", str(run), "--tasks", "errorradar_step_sample"],
+            env=_env(tmp_path),
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.err: list[str] = []
         threading.Thread(target=lambda: self.err.extend(self.process.stderr), daemon=True).start()
 
@@ -246,20 +276,42 @@ def test_a_second_score_on_one_folder_waits_for_the_first(tmp_path):
 
 
 def _mmerror_record(question_id: str) -> dict[str, str]:
-    return {"question_id": question_id, "question": "Q?", "correct_answer": "1", "error_reason": "Step 1: r.",
-            "label": "B_Reasoning_Error", "domain": "M", "subdomain": "s"}
+    return {
+        "question_id": question_id,
+        "question": "Q?",
+        "correct_answer": "1",
+        "error_reason": "Step 1: r.",
+        "label": "B_Reasoning_Error",
+        "domain": "M",
+        "subdomain": "s",
+    }
 
 
 @pytest.mark.cli
-@pytest.mark.parametrize("record_text, named, where, crash", [
-    ('{"question_id": "MMErroR_00001", "extra": ' + "[" * 100_000 + "]" * 100_000 + "}",
-     "JSON nested more than 100 levels deep", "MMErroR_00001.json", "RecursionError"),
-    (json.dumps(_mmerror_record("q" * 300)), "holds a name of 304 bytes; file systems allow 255", f"record: {'q' * 300}",
-     "File name too long"),  # the image name is the question_id
-    # issue 36: a bidi override in an id (it shows as another id) is a named error, not a record
-    (json.dumps(_mmerror_record("MMErroR_\u202e10000")), "holds the bidi control U+202E",
-     "record:  MMErroR_\\u202e10000", "put the image there"),  # before: loaded, then a missing image
-])
+@pytest.mark.parametrize(
+    "record_text, named, where, crash",
+    [
+        (
+            '{"question_id": "MMErroR_00001", "extra": ' + "[" * 100_000 + "]" * 100_000 + "}",
+            "JSON nested more than 100 levels deep",
+            "MMErroR_00001.json",
+            "RecursionError",
+        ),
+        (
+            json.dumps(_mmerror_record("q" * 300)),
+            "holds a name of 304 bytes; file systems allow 255",
+            f"record: {'q' * 300}",
+            "File name too long",
+        ),  # the image name is the question_id
+        # issue 36: a bidi override in an id (it shows as another id) is a named error, not a record
+        (
+            json.dumps(_mmerror_record("MMErroR_\u202e10000")),
+            "holds the bidi control U+202E",
+            "record:  MMErroR_\\u202e10000",
+            "put the image there",
+        ),  # before: loaded, then a missing image
+    ],
+)
 def test_a_hostile_data_file_stops_lmms_eval_with_a_named_error(tmp_path, record_text, named, where, crash):
     from lmms_eval_plugins.cli_run import run_lmms_eval
 
@@ -268,8 +320,12 @@ def test_a_hostile_data_file_stops_lmms_eval_with_a_named_error(tmp_path, record
     (root / "images").mkdir()
     (root / "jsons" / "MMErroR_00001.json").write_text(record_text, encoding="utf-8")
     env = {key: value for key, value in _env(tmp_path).items() if key not in os.environ or key == "TMPDIR"}
-    run = run_lmms_eval(tasks=["mmerror_etc"], model="oracle", output_dir=tmp_path / "out",
-                        env={**env, "LMMS_EVAL_PLUGINS_DATA_ROOT": str(tmp_path / "data")})
+    run = run_lmms_eval(
+        tasks=["mmerror_etc"],
+        model="oracle",
+        output_dir=tmp_path / "out",
+        env={**env, "LMMS_EVAL_PLUGINS_DATA_ROOT": str(tmp_path / "data")},
+    )
     assert run.results_path is None  # lmms-eval exits 0 either way: the results file tells
     assert named in run.output and where in run.output, run.tail()
     assert crash not in run.output, run.tail()

@@ -22,8 +22,14 @@ STEP = "20261122_143442_samples_errorradar_step_sample.jsonl"
 
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", *args], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "lmms_eval_plugins.cli", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 @pytest.mark.parametrize("doc_id", [[0], {"id": 0}, True, 1.5])
@@ -52,19 +58,25 @@ def test_the_samples_reader_takes_numbers_and_strings_and_refuses_other_ids(tmp_
 
 def test_integers_no_float_holds_are_refused_by_the_bounded_parser():
     assert parse_json('{"a": -12, "b": ' + "9" * 308 + "}")["a"] == -12  # 308 digits: still a float's range
-    for text, problem in (("1" * 309, "more than 308 digits"), ("-" + "9" * 400, "more than 308 digits"),
-                          ("[" + "1" * 5000 + "]", "more than 4300 digits")):
+    for text, problem in (
+        ("1" * 309, "more than 308 digits"),
+        ("-" + "9" * 400, "more than 308 digits"),
+        ("[" + "1" * 5000 + "]", "more than 4300 digits"),
+    ):
         with pytest.raises(JsonLimitError, match=problem):
             parse_json(text)
 
 
-@pytest.mark.parametrize("options, env, recorded", [
-    ({"strict": True}, {}, True),  # what the replay did wins
-    ({"strict": False}, {"LMMS_EVAL_PLUGINS_STRICT": "yes"}, False),
-    (None, {"LMMS_EVAL_PLUGINS_STRICT": "yes"}, True),  # the run's own rule: yes is on (it was recorded false)
-    (None, {"LMMS_EVAL_PLUGINS_STRICT": "TRUE"}, True),
-    (None, {"LMMS_EVAL_PLUGINS_STRICT": "0"}, False),
-])
+@pytest.mark.parametrize(
+    "options, env, recorded",
+    [
+        ({"strict": True}, {}, True),  # what the replay did wins
+        ({"strict": False}, {"LMMS_EVAL_PLUGINS_STRICT": "yes"}, False),
+        (None, {"LMMS_EVAL_PLUGINS_STRICT": "yes"}, True),  # the run's own rule: yes is on (it was recorded false)
+        (None, {"LMMS_EVAL_PLUGINS_STRICT": "TRUE"}, True),
+        (None, {"LMMS_EVAL_PLUGINS_STRICT": "0"}, False),
+    ],
+)
 def test_score_records_the_strict_option_that_was_applied(tmp_path, options, env, recorded):
     new = {"config": {}} if options is None else {"config": {}, "lmms_eval_plugins_options": options}
     score.mark_rescored(new, {"config": {"model": "oracle"}}, tmp_path / "r_results.json", env)
@@ -83,9 +95,13 @@ def test_a_run_folder_whose_path_holds_a_comma_is_scored(tmp_path):
 
 
 def test_recipe_tasks_count_their_judge_errors_as_unscored(tmp_path):
-    results = {"results": {"mine": {"alias": "mine", "score,none": None, "judge_errors,none": 3},
-                           "ours": {"acc_r_judge_errors,none": 2, "unscored,none": 0},
-                           "fine": {"score,none": 0.5, "judge_errors,none": 0}}}
+    results = {
+        "results": {
+            "mine": {"alias": "mine", "score,none": None, "judge_errors,none": 3},
+            "ours": {"acc_r_judge_errors,none": 2, "unscored,none": 0},
+            "fine": {"score,none": 0.5, "judge_errors,none": 0},
+        }
+    }
     # ours has the `unscored` count, which already holds its judge errors (here a judge outage left none unscored)
     assert score.unscored_counts(results, ["mine", "ours", "fine"]) == {"mine": 3}
 
@@ -128,15 +144,31 @@ def test_report_and_compare_of_a_big_samples_file_hold_each_item_once_and_never_
         (samples,) = (tmp_path / name).glob("*_samples_errorradar_cate_sample.jsonl")
         _grow(tmp_path / name, samples.name, 12)
         runs.append(str(tmp_path / name))
-    probe = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
-             "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024); "
-             "print(done.stderr[-2000:], file=sys.stderr)")
-    for command in (["report", runs[0], "-o", str(tmp_path / "one"), "--no-plots"],
-                    ["report", *runs, "-o", str(tmp_path / "two"), "--no-plots"]):
-        done = subprocess.run([sys.executable, "-c", probe, sys.executable, "-c",
-                               "import sys; from lmms_eval_plugins.cli import main; rc = main(); "
-                               "sys.exit(rc if 'torch' not in sys.modules else 99)", *command],
-                              capture_output=True, text=True, timeout=600, env={**os.environ, "LMMS_EVAL_PLUGINS_BOOTSTRAP_ITERS": "50"})
+    probe = (
+        "import resource, subprocess, sys; done = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+        "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024); "
+        "print(done.stderr[-2000:], file=sys.stderr)"
+    )
+    for command in (
+        ["report", runs[0], "-o", str(tmp_path / "one"), "--no-plots"],
+        ["report", *runs, "-o", str(tmp_path / "two"), "--no-plots"],
+    ):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                probe,
+                sys.executable,
+                "-c",
+                "import sys; from lmms_eval_plugins.cli import main; rc = main(); "
+                "sys.exit(rc if 'torch' not in sys.modules else 99)",
+                *command,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "LMMS_EVAL_PLUGINS_BOOTSTRAP_ITERS": "50"},
+        )
         code, peak_mb = map(int, done.stdout.split())
         assert code == 0, done.stderr  # 99: torch was imported
         assert peak_mb < 400, (command[0], len(command), peak_mb)  # was about 9x the file, torch included
@@ -147,8 +179,18 @@ def test_a_lean_sample_keeps_each_item_once_and_drops_the_document_and_replies()
     from lmms_eval_plugins.logged_samples import lean
 
     item = {"gold": "CAL", "pred": "VIS", "correct": False}
-    record = {"doc_id": 3, "doc": {"big": "x" * 1000}, "arguments": ["prompt"], "resps": [["r"]], "filtered_resps": ["r"],
-              "target": "CAL", "cate_acc": dict(item), "cate_f1_cal": dict(item), "judged": {"verdict": 1}, "n": 2}
+    record = {
+        "doc_id": 3,
+        "doc": {"big": "x" * 1000},
+        "arguments": ["prompt"],
+        "resps": [["r"]],
+        "filtered_resps": ["r"],
+        "target": "CAL",
+        "cate_acc": dict(item),
+        "cate_f1_cal": dict(item),
+        "judged": {"verdict": 1},
+        "n": 2,
+    }
     kept = lean(record)
     assert kept == {"doc_id": 3, "target": "CAL", "cate_acc": item, "judged": {"verdict": 1}, "n": 2}
     assert _item(kept, "cate_f1_cal") is kept["cate_acc"] and _item(kept, "judged") == {"verdict": 1}

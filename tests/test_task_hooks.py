@@ -54,7 +54,9 @@ def test_a_failed_request_marks_every_metric_and_a_failed_verdict_only_the_judge
     failed = item_values((ACC, JUDGED, UNSCORED), {"correct": False}, ["[LMMS_EVAL_REQUEST_FAILED] timeout"])
     assert failed["acc"][UNSCORED_FIELD] and failed["judged_acc"][UNSCORED_FIELD]
     no_verdict = item_values((ACC, JUDGED, UNSCORED), {"correct": False}, ["B"], judge={"error": "HTTP 500"})
-    assert UNSCORED_FIELD not in no_verdict["acc"] and no_verdict["judged_acc"][UNSCORED_FIELD] == "judge error: HTTP 500"
+    assert (
+        UNSCORED_FIELD not in no_verdict["acc"] and no_verdict["judged_acc"][UNSCORED_FIELD] == "judge error: HTTP 500"
+    )
 
 
 def _spec(metrics) -> Benchmark:
@@ -76,8 +78,17 @@ def test_task_hooks_bind_the_sample_folder_and_generate_the_aggregations(tmp_pat
     assert hooks["agg_acc"]([{"correct": True}]) == 100.0 and hooks["agg_unscored"] is RUN_COUNTS["unscored"]
     twin = Metric("acc", True, aggregate=lambda items: 0.0)  # same name and hook, another computation
     with pytest.raises(SpecError, match="two metrics aggregate through agg_acc differently"):
-        task_hooks(Benchmark(name="demo", title="Demo", description="d", tasks_dir=Path("."),
-                             metric_lists={"_a_yaml": (ACC,), "_b_yaml": (twin,)}), module, tmp_path)
+        task_hooks(
+            Benchmark(
+                name="demo",
+                title="Demo",
+                description="d",
+                tasks_dir=Path("."),
+                metric_lists={"_a_yaml": (ACC,), "_b_yaml": (twin,)},
+            ),
+            module,
+            tmp_path,
+        )
     module.HOOKS = ("process_docs", "process_results")
     with pytest.raises(SpecError, match="names 'process_results', which it does not define"):
         task_hooks(_spec((ACC,)), module, tmp_path)

@@ -282,7 +282,14 @@ def run_requests(lmms_model, docs: list[list[dict]], *, max_new_tokens: int = 8,
     requests = [
         Instance(
             request_type="generate_until",
-            arguments=("unused context", doc_to_messages, {"max_new_tokens": max_new_tokens}, doc_id, "tiny_qwen_test", "test"),
+            arguments=(
+                "unused context",
+                doc_to_messages,
+                {"max_new_tokens": max_new_tokens},
+                doc_id,
+                "tiny_qwen_test",
+                "test",
+            ),
             idx=0,
             metadata={"task": "tiny_qwen_test", "doc_id": doc_id, "repeats": 1},
         )
@@ -318,7 +325,13 @@ def test_generate_until_image_interleaved_videos_and_odd_frames(lmms_model, monk
         # (a) text + one image
         user(text("What is in the picture?"), image(Image.new("RGB", (64, 48), (10, 200, 30)))),
         # (b) two frame-list videos of different lengths, interleaved with text
-        user(text("Video 1:"), video(frames(6)), text("Video 2:"), video(frames(2, 84, 56, shade=90)), text("Same action?")),
+        user(
+            text("Video 1:"),
+            video(frames(6)),
+            text("Video 2:"),
+            video(frames(2, 84, 56, shade=90)),
+            text("Same action?"),
+        ),
         # (c) one video of 3 frames (odd count)
         user(video(frames(3, 40, 30)), text("What happens?")),
     ]
@@ -370,9 +383,17 @@ def test_batch_of_two_with_frame_lists(lmms_model) -> None:
     ("content", "error", "match"),
     [
         pytest.param(
-            video([Image.new("RGB", (56, 56)), Image.new("RGB", (112, 56))]), RuntimeError, "equal size", id="frames-of-different-sizes"
+            video([Image.new("RGB", (56, 56)), Image.new("RGB", (112, 56))]),
+            RuntimeError,
+            "equal size",
+            id="frames-of-different-sizes",
         ),
-        pytest.param(video([__import__("numpy").zeros((56, 56, 3), "uint8")] * 2), AttributeError, "startswith", id="numpy-frames"),
+        pytest.param(
+            video([__import__("numpy").zeros((56, 56, 3), "uint8")] * 2),
+            AttributeError,
+            "startswith",
+            id="numpy-frames",
+        ),
         pytest.param(video([]), ValueError, "max_workers", id="empty-frame-list"),
         pytest.param(image(Image.new("RGB", (500, 2))), ValueError, "aspect ratio", id="aspect-ratio-over-200"),
     ],

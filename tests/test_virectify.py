@@ -22,8 +22,13 @@ from testkit.doc_columns import json_text_columns
 from testkit.task_utils import load_task_utils
 
 vr = load_task_utils("virectify")
-SAMPLE_ROW = {"benchmark": "virectify", "source": "sample", "num_frames": 32, "max_long_side": 448,
-              "visual_mode": "interleaved"}
+SAMPLE_ROW = {
+    "benchmark": "virectify",
+    "source": "sample",
+    "num_frames": 32,
+    "max_long_side": 448,
+    "visual_mode": "interleaved",
+}
 REFLECT_ROW = {**SAMPLE_ROW, "hints": ["error_identify", "rationale"]}
 # The metrics each task's items are scored under (the run-wide counts are the core's).
 METRICS = tuple(m.name for m in TEMPLATE if m.name not in RUN_COUNTS)
@@ -39,30 +44,57 @@ def verdict(value: float | None = 1.0, *, error: str | None = None, skipped: boo
     return JudgeOutcome("semantic_match", "1", "gpt-4o", verdict=value, error=error, skipped=skipped).to_dict()
 
 
-def doc(labels=None, edges=None, stamps=None, *, domain="dynamic_perception", error_type="logical", source="gpt-4o-injection",
-        answer="B", id_="d"):
+def doc(
+    labels=None,
+    edges=None,
+    stamps=None,
+    *,
+    domain="dynamic_perception",
+    error_type="logical",
+    source="gpt-4o-injection",
+    answer="B",
+    id_="d",
+):
     labels = labels if labels is not None else {"1": "1", "2": "0", "3": "0", "4": "0"}
     edges = edges if edges is not None else [[2, 2], [2, 3], [3, 4]]
     stamps = stamps if stamps is not None else [[12.0, 20.0], [30.0, 35.0]]
     gold = vr.Gold({int(k): v for k, v in labels.items()}, {(s, t) for s, t in edges}, [tuple(iv) for iv in stamps])
-    return vr.Record(**_RECORD, record_id=id_, domain=domain, error_type=error_type, solution_source=source,
-                     answer=answer, gold=gold).columns()
+    return vr.Record(
+        **_RECORD, record_id=id_, domain=domain, error_type=error_type, solution_source=source, answer=answer, gold=gold
+    ).columns()
 
 
 # A doc's other fields, as process_docs writes them (scoring reads them through record_of).
-_RECORD = {"video_path": "videos/clip.mp4", "source_video": "videos/clip.mp4", "source": "", "question": "Q?",
-           "solution": ("Step 1: a", "Step 2: b", "Step 3: c", "Step 4: d"), "num_frames": 32, "max_long_side": 448,
-           "visual_mode": "interleaved"}
+_RECORD = {
+    "video_path": "videos/clip.mp4",
+    "source_video": "videos/clip.mp4",
+    "source": "",
+    "question": "Q?",
+    "solution": ("Step 1: a", "Step 2: b", "Step 3: c", "Step 4: d"),
+    "num_frames": 32,
+    "max_long_side": 448,
+    "visual_mode": "interleaved",
+}
 
 
 def reflect_doc(kind="rationale", *, id_="d", domain="dynamic_perception", answer="B"):
-    return vr.Record(**_RECORD, record_id=id_, domain=domain, error_type="logical", solution_source="s", answer=answer,
-                     hint=vr.Hint(kind, "Rationale: look again.", "gold")).columns()
+    return vr.Record(
+        **_RECORD,
+        record_id=id_,
+        domain=domain,
+        error_type="logical",
+        solution_source="s",
+        answer=answer,
+        hint=vr.Hint(kind, "Rationale: look again.", "gold"),
+    ).columns()
 
 
-def response(identify="{'step1': ['1', ''], 'step2': ['0', 'x'], 'step3': ['0', 'y'], 'step4': ['0', 'z']}",
-             graph="{'step2': ['step2'], 'step3': ['step2'], 'step4': ['step3']}",
-             stamps="[00:12-00:20],[00:30-00:35]", answer="B") -> str:
+def response(
+    identify="{'step1': ['1', ''], 'step2': ['0', 'x'], 'step3': ['0', 'y'], 'step4': ['0', 'z']}",
+    graph="{'step2': ['step2'], 'step3': ['step2'], 'step4': ['step3']}",
+    stamps="[00:12-00:20],[00:30-00:35]",
+    answer="B",
+) -> str:
     parts = []
     if identify is not None:
         parts.append(f"<error_identify>{identify}</error_identify>")
@@ -71,7 +103,9 @@ def response(identify="{'step1': ['1', ''], 'step2': ['0', 'x'], 'step3': ['0', 
     if stamps is not None:
         parts.append(f"<timestamps>{stamps}</timestamps>")
     if answer is not None:
-        parts.append(f"<rationale>Because. <answer>The correct answer should be \\boxed{{{answer}}}</answer></rationale>")
+        parts.append(
+            f"<rationale>Because. <answer>The correct answer should be \\boxed{{{answer}}}</answer></rationale>"
+        )
     return " ".join(parts)
 
 
@@ -82,6 +116,7 @@ def run(pairs, metrics=METRICS):
 
 
 # ------------------------------------------------------------------------------------------------ metrics by hand
+
 
 def test_perfect_response_scores_one_everywhere():
     item, shown = vr.score_response(doc(), response())
@@ -117,17 +152,23 @@ def test_gold_annotation_reaches_scoring_as_written(sample_docs):
     # a doc carries the gold as Arrow-native lists of structs; the typed record read back is the loader's
     record = {"labels": {2: "0", 1: "1"}, "edges": {(2, 3), (2, 2)}, "intervals": [(12.0, 20.0), (30.5, 35.0)]}
     columns = vr.gold_columns(record)
-    assert columns == {"gold_labels": [{"step": 1, "label": "1"}, {"step": 2, "label": "0"}],
-                       "gold_edges": [{"source": 2, "target": 2}, {"source": 2, "target": 3}],
-                       "gold_timestamps": [{"start": 12.0, "end": 20.0}, {"start": 30.5, "end": 35.0}]}
+    assert columns == {
+        "gold_labels": [{"step": 1, "label": "1"}, {"step": 2, "label": "0"}],
+        "gold_edges": [{"source": 2, "target": 2}, {"source": 2, "target": 3}],
+        "gold_timestamps": [{"start": 12.0, "end": 20.0}, {"start": 30.5, "end": 35.0}],
+    }
     assert vr.gold_of(columns) == ({1: "1", 2: "0"}, {(2, 2), (2, 3)}, [(12.0, 20.0), (30.5, 35.0)])
     # through a dataset row, as lmms-eval hands a doc back: exact floats, and an edgeless graph keeps its type
     odd = {"labels": {1: "0"}, "edges": set(), "intervals": [(0.1, 1 / 3)]}
     dataset = vr.to_dataset([{"id": "x", **vr.gold_columns(odd)}], vr.gold_features())
     assert vr.gold_of(dataset[0]) == ({1: "0"}, set(), [(0.1, 1 / 3)])
     assert dataset.features["gold_edges"] == vr.gold_features()["gold_edges"]
-    records = {r["id"]: r for r in vr.load_records(vr.resolve_source("virectify", "sample", sample_dir=vr.SAMPLE_DIR,
-                                                                     hub_repo=None, local_layout=""))}
+    records = {
+        r["id"]: r
+        for r in vr.load_records(
+            vr.resolve_source("virectify", "sample", sample_dir=vr.SAMPLE_DIR, hub_repo=None, local_layout="")
+        )
+    }
     for d in sample_docs:
         r = records[d["id"]]
         assert vr.gold_of(d) == (r["labels"], r["edges"], [tuple(iv) for iv in r["intervals"]])
@@ -136,9 +177,14 @@ def test_gold_annotation_reaches_scoring_as_written(sample_docs):
 def test_docs_hold_no_json_text_and_the_gold_reads_back_typed():
     # the check itself: a JSON list or object held as text is found, other text is not
     assert json_text_columns([{"gold_edges": "[[2, 2]]", "hint": "[not json", "solution": ["Step 1: {x}"]}]) == {
-        "gold_edges": "[[2, 2]]"}
-    records = {r["id"]: r for r in vr.load_records(vr.resolve_source("virectify", "sample", sample_dir=vr.SAMPLE_DIR,
-                                                                     hub_repo=None, local_layout=""))}
+        "gold_edges": "[[2, 2]]"
+    }
+    records = {
+        r["id"]: r
+        for r in vr.load_records(
+            vr.resolve_source("virectify", "sample", sample_dir=vr.SAMPLE_DIR, hub_repo=None, local_layout="")
+        )
+    }
     for process in (vr.process_docs, vr.process_docs_reflect):
         dataset = process([SAMPLE_ROW])
         assert json_text_columns(dataset) == {}, process.__name__
@@ -151,14 +197,31 @@ def test_docs_hold_no_json_text_and_the_gold_reads_back_typed():
 
 
 # The doc columns, in order: stored runs, reports, `score` and export read them by these names.
-RECORD_COLUMNS = ["id", "video_path", "source_video", "domain", "error_type", "solution_source", "source", "question",
-                  "answer", "solution", "num_frames", "max_long_side", "visual_mode"]
+RECORD_COLUMNS = [
+    "id",
+    "video_path",
+    "source_video",
+    "domain",
+    "error_type",
+    "solution_source",
+    "source",
+    "question",
+    "answer",
+    "solution",
+    "num_frames",
+    "max_long_side",
+    "visual_mode",
+]
 PLUMBING = ["oracle_response", "chance_responses", "skipped_records"]
 
 
 def test_a_doc_is_one_typed_record_written_once_and_read_back(sample_docs):
-    records = {r["id"]: r for r in vr.load_records(vr.resolve_source("virectify", "sample", sample_dir=vr.SAMPLE_DIR,
-                                                                     hub_repo=None, local_layout=""))}
+    records = {
+        r["id"]: r
+        for r in vr.load_records(
+            vr.resolve_source("virectify", "sample", sample_dir=vr.SAMPLE_DIR, hub_repo=None, local_layout="")
+        )
+    }
     main, reflect = vr.process_docs([SAMPLE_ROW]), vr.process_docs_reflect([REFLECT_ROW])
     assert main.column_names == [*RECORD_COLUMNS, "gold_labels", "gold_edges", "gold_timestamps", *PLUMBING]
     assert reflect.column_names == [*RECORD_COLUMNS, "hint_kind", "hint", "hint_source", *PLUMBING]
@@ -168,7 +231,12 @@ def test_a_doc_is_one_typed_record_written_once_and_read_back(sample_docs):
         assert record.hint is None and record.gold == vr.gold_of(d)
         r = records[record.record_id]
         assert (record.source_video, record.solution, record.num_frames, record.max_long_side, record.visual_mode) == (
-            r["video"], tuple(r["solution"]), 32, 448, "interleaved")
+            r["video"],
+            tuple(r["solution"]),
+            32,
+            448,
+            "interleaved",
+        )
     kinds = []
     for d in reflect:
         record = vr.record_of(d)
@@ -178,19 +246,22 @@ def test_a_doc_is_one_typed_record_written_once_and_read_back(sample_docs):
     assert kinds == ["error_identify", "rationale"] * 12
 
 
-@pytest.mark.parametrize("edit, named", [
-    (lambda d: d.pop("video_path"), "lacks the field 'video_path'"),
-    (lambda d: d.pop("gold_labels"), "lacks gold_labels (a virectify doc) or hint_kind"),
-    (lambda d: d.update(num_frames="many"), "num_frames 'many' is not a whole number >= 1"),
-    (lambda d: d.update(max_long_side=-1), "max_long_side -1"),
-    (lambda d: d.update(solution="Step 1: a"), "solution is not a list of step texts"),
-    (lambda d: d.update(question=None), "question is NoneType, not text"),
-    (lambda d: d.update(domain="cooking"), "domain 'cooking' is none of dynamic_perception"),
-    (lambda d: d.update(visual_mode="gif"), "visual_mode 'gif' is none of interleaved, video"),
-    (lambda d: d.update(gold_labels=[{"step": 1, "label": "yes"}]), "a label other than '0' or '1'"),
-    (lambda d: d.update(gold_timestamps=[{"start": "soon", "end": 2.0}]), "could not convert string to float"),
-    (lambda d: d.update(hint_kind="answer", hint="h", hint_source="gold"), "hint_kind 'answer' is none of"),
-])
+@pytest.mark.parametrize(
+    "edit, named",
+    [
+        (lambda d: d.pop("video_path"), "lacks the field 'video_path'"),
+        (lambda d: d.pop("gold_labels"), "lacks gold_labels (a virectify doc) or hint_kind"),
+        (lambda d: d.update(num_frames="many"), "num_frames 'many' is not a whole number >= 1"),
+        (lambda d: d.update(max_long_side=-1), "max_long_side -1"),
+        (lambda d: d.update(solution="Step 1: a"), "solution is not a list of step texts"),
+        (lambda d: d.update(question=None), "question is NoneType, not text"),
+        (lambda d: d.update(domain="cooking"), "domain 'cooking' is none of dynamic_perception"),
+        (lambda d: d.update(visual_mode="gif"), "visual_mode 'gif' is none of interleaved, video"),
+        (lambda d: d.update(gold_labels=[{"step": 1, "label": "yes"}]), "a label other than '0' or '1'"),
+        (lambda d: d.update(gold_timestamps=[{"start": "soon", "end": 2.0}]), "could not convert string to float"),
+        (lambda d: d.update(hint_kind="answer", hint="h", hint_source="gold"), "hint_kind 'answer' is none of"),
+    ],
+)
 def test_a_doc_missing_or_garbling_a_field_is_a_data_error_naming_the_record(edit, named):
     bad = doc(id_="vr-007")
     edit(bad)
@@ -198,8 +269,11 @@ def test_a_doc_missing_or_garbling_a_field_is_a_data_error_naming_the_record(edi
         vr.record_of(bad)
     assert named in str(raised.value) and "process_docs" in str(raised.value)
     # every reader goes through record_of: scoring, the judge item and the prompt name the record alike
-    for read in (lambda: vr.score_response(bad, response()), lambda: vr.judge_item(response(), bad),
-                 lambda: vr.prompt_text(bad)):
+    for read in (
+        lambda: vr.score_response(bad, response()),
+        lambda: vr.judge_item(response(), bad),
+        lambda: vr.prompt_text(bad),
+    ):
         with pytest.raises(DataError, match="vr-007"):
             read()
 
@@ -211,8 +285,9 @@ def test_a_doc_of_one_task_scored_by_the_other_is_a_data_error():
     with pytest.raises(DataError, match="virectify doc reached the scoring of virectify_reflect"):
         vr.process_results_reflect(doc(id_="m-1"), [{"text": response(), "judge": verdict()}])
     with pytest.raises(ValueError, match="either the gold"):  # a record carries exactly one of the two
-        vr.Record(**_RECORD, record_id="x", domain="dynamic_perception", error_type="logical", solution_source="s",
-                  answer="B")
+        vr.Record(
+            **_RECORD, record_id="x", domain="dynamic_perception", error_type="logical", solution_source="s", answer="B"
+        )
 
 
 def test_overlapping_predicted_intervals_by_hand():
@@ -228,15 +303,18 @@ def test_output_without_timestamps_scores_zero_iou_only_and_says_why():
     assert item["missing"] == {"timestamps": "no <timestamps> tag"} and item["format_ok"] is False
 
 
-@pytest.mark.parametrize("stamps, iou", [
-    ("[00:12-00:20],[00:30-00:35]", 1.0),
-    ("[0:00:12-0:00:20], [0:00:30-0:00:35]", 1.0),        # hh:mm:ss
-    ("[12-20], [30-35]", 1.0),                              # seconds
-    ("[12s-20s],[30s-35s]", 1.0),
-    ("[00:20-00:12],[00:35-00:30]", 1.0),                   # reversed ends are normalised
-    ("[00:12-00:20]", 8 / 13),
-    ("[01:00-01:10]", 0.0),
-])
+@pytest.mark.parametrize(
+    "stamps, iou",
+    [
+        ("[00:12-00:20],[00:30-00:35]", 1.0),
+        ("[0:00:12-0:00:20], [0:00:30-0:00:35]", 1.0),  # hh:mm:ss
+        ("[12-20], [30-35]", 1.0),  # seconds
+        ("[12s-20s],[30s-35s]", 1.0),
+        ("[00:20-00:12],[00:35-00:30]", 1.0),  # reversed ends are normalised
+        ("[00:12-00:20]", 8 / 13),
+        ("[01:00-01:10]", 0.0),
+    ],
+)
 def test_timestamp_formats(stamps, iou):
     assert vr.score_response(doc(), response(stamps=stamps))[0]["iou"] == pytest.approx(iou)
 
@@ -246,9 +324,13 @@ def test_aggregation_by_hand_and_breakdown_layout():
     d2 = doc(domain="scientific_reasoning", error_type="hallucination", source="Qwen2.5-VL-7B", id_="b")
     d3 = doc(domain="scientific_reasoning", error_type="logical", source="Qwen2.5-VL-7B", id_="c")
     pairs = [
-        (d1, response(), verdict(1.0)),                                        # acc_i 1, iou 1, graph 1, right
-        (d2, response(stamps=None, graph=None), verdict(0.0)),                 # acc_i 1, iou 0, graph 0, wrong
-        (d3, response(identify="{'step1': ['0', 'x']}", answer=None), verdict(None, skipped=True)),  # acc_i 0, no answer
+        (d1, response(), verdict(1.0)),  # acc_i 1, iou 1, graph 1, right
+        (d2, response(stamps=None, graph=None), verdict(0.0)),  # acc_i 1, iou 0, graph 0, wrong
+        (
+            d3,
+            response(identify="{'step1': ['0', 'x']}", answer=None),
+            verdict(None, skipped=True),
+        ),  # acc_i 0, no answer
     ]
     m = run(pairs)
     assert m["acc_i"] == pytest.approx(100 * 2 / 3)
@@ -263,7 +345,13 @@ def test_aggregation_by_hand_and_breakdown_layout():
     assert m["by_domain"]["Scientific Reasoning"] == {"acc_i": 50.0, "iou": 50.0, "acc_r": 0.0, "n": 2}
     assert m["by_domain"]["Embodied Decision"] == {"acc_i": None, "iou": None, "acc_r": None, "n": 0}
     assert m["by_domain"]["Total"]["acc_r"] == pytest.approx(100 / 3) and m["by_domain"]["Total"]["n"] == 3
-    assert list(m["by_error_type"]) == ["Logical", "Visual Perception", "Question Misunderstanding", "Hallucination", "Total"]
+    assert list(m["by_error_type"]) == [
+        "Logical",
+        "Visual Perception",
+        "Question Misunderstanding",
+        "Hallucination",
+        "Total",
+    ]
     assert m["by_error_type"]["Logical"]["acc_i"] == 50.0 and m["by_error_type"]["Hallucination"]["n"] == 1
     assert list(m["by_solution_source"]) == ["Qwen2.5-VL-7B", "gpt-4o-injection", "Total"]
 
@@ -275,8 +363,14 @@ def test_a_judge_error_makes_acc_r_unscored_and_never_raises(monkeypatch):
     clean = run(pairs, ("acc_r", "acc_i", "acc_r_judge_errors", "by_domain", "unscored"))
     assert clean["acc_r"] == pytest.approx(100 * 15 / 19) and clean["unscored"] == 0
     # two judge errors in 21 (10%, above the old 5% threshold): no exception, whatever the rate
-    m = run(pairs + [(doc(id_="x"), response(), verdict(None, error="HTTP 500")), (doc(id_="y"), response(), verdict(None, error="timeout"))],
-            ("acc_r", "acc_i", "iou", "acc_r_judge_errors", "by_domain", "unscored"))
+    m = run(
+        pairs
+        + [
+            (doc(id_="x"), response(), verdict(None, error="HTTP 500")),
+            (doc(id_="y"), response(), verdict(None, error="timeout")),
+        ],
+        ("acc_r", "acc_i", "iou", "acc_r_judge_errors", "by_domain", "unscored"),
+    )
     assert m["acc_r"] is None and m["by_domain"] is None  # the verdict-based metrics wait for `score`
     assert m["acc_i"] == clean["acc_i"] and m["iou"] is not None  # the others do not need the judge
     assert m["unscored"] == 2 and m["acc_r_judge_errors"] == 2
@@ -300,56 +394,82 @@ def test_metrics_live_in_the_spec_alone():
     from lmms_eval_plugins.task_hooks import utils_source
 
     assert all(m.aggregate is not None or m.name in RUN_COUNTS for m in (*TEMPLATE, *REFLECT_TEMPLATE))
-    assert (vr.SAMPLE_DIR.parent / "utils.py").read_text() == utils_source("virectify", "lmms_eval_plugins.benchmarks.virectify")
+    assert (vr.SAMPLE_DIR.parent / "utils.py").read_text() == utils_source(
+        "virectify", "lmms_eval_plugins.benchmarks.virectify"
+    )
     assert not any(name.startswith("agg_") or name in METRICS for name in vars(tasks))
 
 
 # ------------------------------------------------------------------------------------------------ parsing
 
-@pytest.mark.parametrize("identify, labels", [
-    ('{"step1": ["1", ""], "step2": ["0", "bad"]}', {1: "1", 2: "0"}),
-    ("{'step1': ['1', ''], 'step2': ['0', 'bad'],}", {1: "1", 2: "0"}),                  # Python quotes, trailing comma
-    ("{ \u2018step1\u2019: [\u20191\u2019, \u201d], \u2018step2\u2019: [\u20190\u2019, \u2019bad\u2019],}", {1: "1", 2: "0"}),  # curly quotes
-    ("{'Step 1': ['1', ''], 'Step 2': ['0', 'x']}", {1: "1", 2: "0"}),
-    ('{"step_1": [1, ""], "STEP-2": [0, "x"]}', {1: "1", 2: "0"}),
-    ('```json\n{"step1": ["1", ""]}\n```', {1: "1"}),
-    ("{'step1': ['1', ''], 'step2': ['0', 'it's wrong: step1: 1 apple']", {1: "1", 2: "0"}),  # broken: regex, first wins
-    ("step1: correct\nstep2: incorrect because ...", {1: "1", 2: "0"}),
-    ('{"step1": "1", "step2": "0"}', {1: "1", 2: "0"}),
-    ("nothing here", {}),
-])
+
+@pytest.mark.parametrize(
+    "identify, labels",
+    [
+        ('{"step1": ["1", ""], "step2": ["0", "bad"]}', {1: "1", 2: "0"}),
+        ("{'step1': ['1', ''], 'step2': ['0', 'bad'],}", {1: "1", 2: "0"}),  # Python quotes, trailing comma
+        (
+            "{ \u2018step1\u2019: [\u20191\u2019, \u201d], \u2018step2\u2019: [\u20190\u2019, \u2019bad\u2019],}",
+            {1: "1", 2: "0"},
+        ),  # curly quotes
+        ("{'Step 1': ['1', ''], 'Step 2': ['0', 'x']}", {1: "1", 2: "0"}),
+        ('{"step_1": [1, ""], "STEP-2": [0, "x"]}', {1: "1", 2: "0"}),
+        ('```json\n{"step1": ["1", ""]}\n```', {1: "1"}),
+        (
+            "{'step1': ['1', ''], 'step2': ['0', 'it's wrong: step1: 1 apple']",
+            {1: "1", 2: "0"},
+        ),  # broken: regex, first wins
+        ("step1: correct\nstep2: incorrect because ...", {1: "1", 2: "0"}),
+        ('{"step1": "1", "step2": "0"}', {1: "1", 2: "0"}),
+        ("nothing here", {}),
+    ],
+)
 def test_step_label_parsing(identify, labels):
     assert vr.parse_step_labels(identify) == labels
 
 
-@pytest.mark.parametrize("graph, edges", [
-    ('{"step2": ["step2"], "step3": ["step2"]}', {(2, 2), (2, 3)}),
-    ("{'Step 2': ['Step 2'], 'Step 3': ['Step 2', 'Step 1'],}", {(2, 2), (2, 3), (1, 3)}),
-    ("{}", set()),
-    ("step2: [step2] step3: [step2, step1] and then {", {(2, 2), (2, 3), (1, 3)}),
-    ("no graph", None),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    "graph, edges",
+    [
+        ('{"step2": ["step2"], "step3": ["step2"]}', {(2, 2), (2, 3)}),
+        ("{'Step 2': ['Step 2'], 'Step 3': ['Step 2', 'Step 1'],}", {(2, 2), (2, 3), (1, 3)}),
+        ("{}", set()),
+        ("step2: [step2] step3: [step2, step1] and then {", {(2, 2), (2, 3), (1, 3)}),
+        ("no graph", None),
+        ("", None),
+    ],
+)
 def test_graph_parsing(graph, edges):
     assert vr.parse_graph(graph) == edges
 
 
 def test_missing_tags_and_reasoning_blocks():
     parsed = vr.parse_response("<think><error_identify>{'step1': ['1', '']}</error_identify></think>The end.")
-    assert parsed["labels"] is None and set(parsed["missing"]) == {"error_identify", "error_graph", "timestamps", "rationale", "answer"}
+    assert parsed["labels"] is None and set(parsed["missing"]) == {
+        "error_identify",
+        "error_graph",
+        "timestamps",
+        "rationale",
+        "answer",
+    }
     # a missing closing tag runs to the next tag
-    parsed = vr.parse_response("<error_identify>{'step1': ['1', '']} <error_graph>{} <timestamps>[00:01-00:02] "
-                               "<rationale>x <answer>The correct answer should be \\boxed{C}</answer>")
+    parsed = vr.parse_response(
+        "<error_identify>{'step1': ['1', '']} <error_graph>{} <timestamps>[00:01-00:02] "
+        "<rationale>x <answer>The correct answer should be \\boxed{C}</answer>"
+    )
     assert parsed["labels"] == {1: "1"} and parsed["edges"] == set() and parsed["intervals"] == [(1.0, 2.0)]
     assert parsed["answer"] == "C" and parsed["missing"] == {}
 
 
-@pytest.mark.parametrize("text, answer, rationale_ok", [
-    ("<rationale>x <answer>The correct answer should be \\boxed{B}</answer></rationale>", "B", True),
-    ("<rationale>x. The correct answer should be \\boxed{4 cm}</rationale>", "4 cm", True),
-    ("<rationale>x</rationale> \\boxed{7}", "7", False),           # found, but outside the rationale
-    ("<rationale>The correct answer should be B</rationale>", None, False),  # no box: nothing to judge
-])
+@pytest.mark.parametrize(
+    "text, answer, rationale_ok",
+    [
+        ("<rationale>x <answer>The correct answer should be \\boxed{B}</answer></rationale>", "B", True),
+        ("<rationale>x. The correct answer should be \\boxed{4 cm}</rationale>", "4 cm", True),
+        ("<rationale>x</rationale> \\boxed{7}", "7", False),  # found, but outside the rationale
+        ("<rationale>The correct answer should be B</rationale>", None, False),  # no box: nothing to judge
+    ],
+)
 def test_answer_extraction(text, answer, rationale_ok):
     parsed = vr.parse_response(text)
     assert parsed["answer"] == answer and ("rationale" not in parsed["missing"]) is rationale_ok
@@ -359,13 +479,47 @@ def test_answer_extraction(text, answer, rationale_ok):
         assert item.prediction == answer and item.reference == "B" and item.question == "Q?"
 
 
-_TAGGY = st.text(alphabet=st.one_of(st.sampled_from(list("<>/{}[](),:'\"\u2019 -_.0123456789sStep\\boxed\n")), st.characters()), max_size=400)
-_PIECES = st.lists(st.sampled_from([
-    "<error_identify>", "</error_identify>", "<error_graph>", "</error_graph>", "<timestamps>", "</timestamps>",
-    "<rationale>", "</rationale>", "<answer>", "</answer>", "<think>", "</think>", "{", "}", "[", "]", "'step1'",
-    "step 2", ": ['0', ''],", "\\boxed{", "00:12-00:20", "[1:00:00-9e9]", "'", '"', ",", "step999999999999",
-    "9" * 5000, "(" * 50, "{'a': " * 30,
-]) | _TAGGY, max_size=40).map("".join)
+_TAGGY = st.text(
+    alphabet=st.one_of(st.sampled_from(list("<>/{}[](),:'\"\u2019 -_.0123456789sStep\\boxed\n")), st.characters()),
+    max_size=400,
+)
+_PIECES = st.lists(
+    st.sampled_from(
+        [
+            "<error_identify>",
+            "</error_identify>",
+            "<error_graph>",
+            "</error_graph>",
+            "<timestamps>",
+            "</timestamps>",
+            "<rationale>",
+            "</rationale>",
+            "<answer>",
+            "</answer>",
+            "<think>",
+            "</think>",
+            "{",
+            "}",
+            "[",
+            "]",
+            "'step1'",
+            "step 2",
+            ": ['0', ''],",
+            "\\boxed{",
+            "00:12-00:20",
+            "[1:00:00-9e9]",
+            "'",
+            '"',
+            ",",
+            "step999999999999",
+            "9" * 5000,
+            "(" * 50,
+            "{'a': " * 30,
+        ]
+    )
+    | _TAGGY,
+    max_size=40,
+).map("".join)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -384,8 +538,16 @@ def test_parsers_never_raise(text):
 
 
 @settings(max_examples=100, deadline=None)
-@given(value=st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=30),
-                       st.lists(st.one_of(st.integers(), st.text(max_size=10)), max_size=4)))
+@given(
+    value=st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(),
+        st.text(max_size=30),
+        st.lists(st.one_of(st.integers(), st.text(max_size=10)), max_size=4),
+    )
+)
 def test_value_readers_never_raise(value):
     vr.step_number(value)
     vr.label_value(value)
@@ -403,13 +565,16 @@ def test_long_output_parses_quickly():
 
 # ------------------------------------------------------------------------------------------------ records and prompts
 
+
 def test_items_from_one_source_video_are_one_error_bar_cluster(sample_docs):
     from lmms_eval_plugins.benchmark import get as get_benchmark
     from lmms_eval_plugins.errorbars import clusters_of
 
     spec = get_benchmark("virectify")
-    records = {json.loads(line)["id"]: json.loads(line)["video"]
-               for line in (vr.SAMPLE_DIR / "virectify.jsonl").read_text().splitlines()}
+    records = {
+        json.loads(line)["id"]: json.loads(line)["video"]
+        for line in (vr.SAMPLE_DIR / "virectify.jsonl").read_text().splitlines()
+    }
     items = [vr.score_response(d, "")[0] for d in sample_docs]
     assert [i["source_video"] for i in items] == [records[d["id"]] for d in sample_docs]
     clusters = clusters_of(spec, items)
@@ -511,21 +676,30 @@ def _load(folder: Path, records):
     return vr.load_records(vr.resolve_source("virectify", "sample", sample_dir=folder, hub_repo=None, local_layout=""))
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda r: r.update(domain="cooking"), "domain 'cooking'"),
-    (lambda r: r.update(error_type="typo"), "error_type 'typo'"),
-    (lambda r: r["error_identify"].update(step9=["0", "x"]), "error_identify entry 'step9'"),
-    (lambda r: r["error_identify"].update(step1=["maybe", ""]), "error_identify entry 'step1'"),
-    (lambda r: r.update(timestamps=[[20, 12]]), "timestamps"),
-    (lambda r: r.update(solution=[]), "solution must be"),
-    (lambda r: r.pop("answer"), "missing field(s) answer"),
-    (lambda r: r.update(video="../../etc/passwd"), "escapes"),
-    # the first sample record: 4 solution steps, a 10.0 s video
-    (lambda r: r["error_graph"].update(step4=["step7"]), "error_graph names step(s) 7, but the solution has 4 step(s)"),
-    (lambda r: r["error_graph"].update(step9=["step2"]), "error_graph names step(s) 9"),
-    (lambda r: r.update(timestamps=[[1.0, 4.0], [8.0, 11.5]]), "timestamps [(8.0, 11.5)] lie past the end of the video (10.00 s)"),
-    (lambda r: r.update(timestamps=[[10.0, 10.5]]), "lie past the end of the video"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda r: r.update(domain="cooking"), "domain 'cooking'"),
+        (lambda r: r.update(error_type="typo"), "error_type 'typo'"),
+        (lambda r: r["error_identify"].update(step9=["0", "x"]), "error_identify entry 'step9'"),
+        (lambda r: r["error_identify"].update(step1=["maybe", ""]), "error_identify entry 'step1'"),
+        (lambda r: r.update(timestamps=[[20, 12]]), "timestamps"),
+        (lambda r: r.update(solution=[]), "solution must be"),
+        (lambda r: r.pop("answer"), "missing field(s) answer"),
+        (lambda r: r.update(video="../../etc/passwd"), "escapes"),
+        # the first sample record: 4 solution steps, a 10.0 s video
+        (
+            lambda r: r["error_graph"].update(step4=["step7"]),
+            "error_graph names step(s) 7, but the solution has 4 step(s)",
+        ),
+        (lambda r: r["error_graph"].update(step9=["step2"]), "error_graph names step(s) 9"),
+        (
+            lambda r: r.update(timestamps=[[1.0, 4.0], [8.0, 11.5]]),
+            "timestamps [(8.0, 11.5)] lie past the end of the video (10.00 s)",
+        ),
+        (lambda r: r.update(timestamps=[[10.0, 10.5]]), "lie past the end of the video"),
+    ],
+)
 def test_malformed_records_name_the_record_and_the_fix(tmp_path, edit, message):
     record = _records()[0]
     edit(record)
@@ -535,9 +709,15 @@ def test_malformed_records_name_the_record_and_the_fix(tmp_path, edit, message):
 
 
 def test_record_spellings_are_normalised(tmp_path):
-    record = {**_records()[0], "domain": "Situated Decision-Making", "error_type": "Visual Perception Error",
-              "solution": ["It drops.", "It bounces twice."], "error_identify": {"Step 1": ["1", ""], "step_2": [0, "x"]},
-              "error_graph": {"step2": ["step2"]}, "timestamps": "[00:01-00:04]"}
+    record = {
+        **_records()[0],
+        "domain": "Situated Decision-Making",
+        "error_type": "Visual Perception Error",
+        "solution": ["It drops.", "It bounces twice."],
+        "error_identify": {"Step 1": ["1", ""], "step_2": [0, "x"]},
+        "error_graph": {"step2": ["step2"]},
+        "timestamps": "[00:01-00:04]",
+    }
     (loaded,) = _load(tmp_path / "virectify", [record])
     assert loaded["domain"] == "embodied_decision" and loaded["error_type"] == "visual_perception"
     assert loaded["solution"] == ["Step 1: It drops.", "Step 2: It bounces twice."]
@@ -569,6 +749,7 @@ def test_duplicate_ids_are_refused(tmp_path):
 
 # ------------------------------------------------------------------------------------------------ reflection (section 6.3)
 
+
 def test_reflection_docs_hold_gold_hints_without_the_answer(monkeypatch):
     monkeypatch.delenv(vr.HINTS_ENV, raising=False)
     docs = list(vr.process_docs_reflect([REFLECT_ROW]))
@@ -584,22 +765,41 @@ def test_reflection_docs_hold_gold_hints_without_the_answer(monkeypatch):
 
 
 def test_reflection_scoring_by_hand():
-    docs = [reflect_doc(kind, id_=str(i)) for i, kind in enumerate(["error_identify", "error_identify", "rationale", "rationale"])]
-    texts = ["<answer>The correct answer should be \\boxed{B}</answer>", "I think A.",
-             "so \\boxed{B}", "<answer>\\boxed{C}</answer>"]
+    docs = [
+        reflect_doc(kind, id_=str(i))
+        for i, kind in enumerate(["error_identify", "error_identify", "rationale", "rationale"])
+    ]
+    texts = [
+        "<answer>The correct answer should be \\boxed{B}</answer>",
+        "I think A.",
+        "so \\boxed{B}",
+        "<answer>\\boxed{C}</answer>",
+    ]
     outcomes = [verdict(1.0), verdict(None, skipped=True), verdict(1.0), verdict(0.0)]
     per_doc = [vr.process_results_reflect(d, [{"text": t, "judge": o}]) for d, t, o in zip(docs, texts, outcomes)]
     m = {k: getattr(vr, f"agg_{k}")([x[k] for x in per_doc]) for k in REFLECT_METRICS}
-    assert m == {"acc_r": 50.0, "acc_r_error_identify": 50.0, "acc_r_rationale": 50.0, "acc_r_judge_errors": 0,
-                 "answer_parse_fail": 1}
+    assert m == {
+        "acc_r": 50.0,
+        "acc_r_error_identify": 50.0,
+        "acc_r_rationale": 50.0,
+        "acc_r_judge_errors": 0,
+        "answer_parse_fail": 1,
+    }
     assert per_doc[1]["acc_r"]["missing"] == {"answer": "no \\boxed{} answer"}
 
 
 def test_model_generated_hints_from_a_file(tmp_path, monkeypatch):
     ids = [r["id"] for r in _records()]
-    rows = [{"id": i, "error_identify": {"step1": ["0", "model says"]}, "rationale": "<rationale>Look at 00:02. "
-             "<answer>The correct answer should be \\boxed{Z}</answer></rationale>", "timestamps": "[00:02-00:03]"}
-            for i in ids]
+    rows = [
+        {
+            "id": i,
+            "error_identify": {"step1": ["0", "model says"]},
+            "rationale": "<rationale>Look at 00:02. "
+            "<answer>The correct answer should be \\boxed{Z}</answer></rationale>",
+            "timestamps": "[00:02-00:03]",
+        }
+        for i in ids
+    ]
     rows[1] = {"id": ids[1], "error_identify": "<error_identify>{'step1': ['1', '']}</error_identify>", "rationale": ""}
     path = tmp_path / "hints.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
@@ -617,8 +817,19 @@ def test_model_generated_hints_from_a_file(tmp_path, monkeypatch):
 def test_hints_from_logged_samples_round_trip(tmp_path, sample_docs, monkeypatch):
     samples = tmp_path / "samples.jsonl"
     # lmms-eval 0.7.3 logs no doc and no raw response: the id is in the metric items, the text in filtered_resps
-    samples.write_text("\n".join(json.dumps({"doc_id": i, "filtered_resps": [json.dumps({"text": d["oracle_response"], "judge": {}})],
-                                             "acc_i": {"id": d["id"]}}) for i, d in enumerate(sample_docs)) + "\n")
+    samples.write_text(
+        "\n".join(
+            json.dumps(
+                {
+                    "doc_id": i,
+                    "filtered_resps": [json.dumps({"text": d["oracle_response"], "judge": {}})],
+                    "acc_i": {"id": d["id"]},
+                }
+            )
+            for i, d in enumerate(sample_docs)
+        )
+        + "\n"
+    )
     assert vr.hints_from_samples(samples, tmp_path / "hints.jsonl") == 12
     monkeypatch.setenv(vr.HINTS_ENV, str(tmp_path / "hints.jsonl"))
     from_file = list(vr.process_docs_reflect([REFLECT_ROW]))
@@ -632,10 +843,16 @@ def test_hints_from_logged_samples_round_trip(tmp_path, sample_docs, monkeypatch
 def test_group_acc_r_follows_judged_mean(kinds):
     from lmms_eval_plugins.judges import judged_mean
 
-    make = {"right": lambda: verdict(1.0), "wrong": lambda: verdict(0.0),
-            "error": lambda: verdict(None, error="HTTP 500"), "skipped": lambda: verdict(None, skipped=True)}
-    items = [vr.process_results(doc(id_=str(i)), [{"text": response(), "judge": make[k]()}])["by_domain"]
-             for i, k in enumerate(kinds)]
+    make = {
+        "right": lambda: verdict(1.0),
+        "wrong": lambda: verdict(0.0),
+        "error": lambda: verdict(None, error="HTTP 500"),
+        "skipped": lambda: verdict(None, skipped=True),
+    }
+    items = [
+        vr.process_results(doc(id_=str(i)), [{"text": response(), "judge": make[k]()}])["by_domain"]
+        for i, k in enumerate(kinds)
+    ]
     if "error" in kinds:  # a sample without its verdict: unscored, the table waits for `score`
         assert vr.agg_by_domain(items) is None
         return

@@ -27,7 +27,11 @@ def test_each_file_gives_its_name_kind_include_and_raw_config_without_importing_
     assert (group.kind, group.name) == ("group", "b")
     assert group.members == ("b_task", {"group": "b_sub", "task": ["b_task"]})
     assert names_by_kind(entries.values()) == {"b": "group", "b_deep": "task", "b_task": "task"}
-    assert {e.path.name for e in read_task_yamls([tmp_path], recursive=False)} == {"_template_yaml", "b.yaml", "b_task.yaml"}
+    assert {e.path.name for e in read_task_yamls([tmp_path], recursive=False)} == {
+        "_template_yaml",
+        "b.yaml",
+        "b_task.yaml",
+    }
 
 
 def test_a_broken_yaml_is_a_named_error_or_skipped_in_folders_that_are_not_ours(tmp_path):
@@ -39,10 +43,18 @@ def test_a_broken_yaml_is_a_named_error_or_skipped_in_folders_that_are_not_ours(
     assert [e.name for e in read_task_yamls([tmp_path], skip_unreadable=True)] == ["ok"]
 
 
-@pytest.mark.parametrize(("name", "sample"), [
-    ("errorradar_sample", True), ("errorradar_step_sample", True), ("causalstep_sample_restart_same", True),
-    ("causalstep_restart_same", False), ("causalstep", False), ("sample", False), ("mmerror_samples", False),
-])
+@pytest.mark.parametrize(
+    ("name", "sample"),
+    [
+        ("errorradar_sample", True),
+        ("errorradar_step_sample", True),
+        ("causalstep_sample_restart_same", True),
+        ("causalstep_restart_same", False),
+        ("causalstep", False),
+        ("sample", False),
+        ("mmerror_samples", False),
+    ],
+)
 def test_a_sample_task_has_sample_as_a_name_token_after_the_benchmark(name, sample):
     assert is_sample_task(name) is sample
 
@@ -84,7 +96,9 @@ def test_the_scaffold_clash_index_reads_names_stems_and_legacy_groups_and_skips_
     from lmms_eval_plugins.scaffold import task_names_in
 
     (tmp_path / "ref").mkdir()
-    (tmp_path / "ref" / "ref_a.yaml").write_text("group: ref_bbox  # lmms-eval's older membership form\ntask: 'ref_bbox_a'\n")
+    (tmp_path / "ref" / "ref_a.yaml").write_text(
+        "group: ref_bbox  # lmms-eval's older membership form\ntask: 'ref_bbox_a'\n"
+    )
     (tmp_path / "ref" / "broken.yaml").write_text("task: [\n")
     assert task_names_in(tmp_path) == {"ref_a", "ref_bbox", "ref_bbox_a"}  # lmms-eval cannot load broken.yaml either
     assert task_names_in(tmp_path, with_folders=True) == {"ref", "ref_a", "ref_bbox", "ref_bbox_a"}

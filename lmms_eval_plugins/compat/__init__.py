@@ -53,88 +53,205 @@ class EntryCheck:
 
 
 ENTRIES: tuple[Entry, ...] = (
-    Entry("task-folders", "lmms_eval.tasks:TaskManager.initialize_tasks", PATCH, ("self", "include_path", "include_defaults"),
-          "appends the installed benchmarks' task folders to every TaskManager's search path, so a plain "
-          "`lmms-eval --tasks NAME` finds them; none in 0.7.3 (`LMMS_EVAL_PLUGINS` is read after the task index is built)",
-          "lmms-eval-task-entry-points.patch", "0.7.x",
-          "tasks are found only with `--include_path $(lmms-eval-plugins tasks --path)`, and the entries installed "
-          "when a TaskManager is built (evaluate-hook, results-hook, error-bars, probe-notice) stay off", "task discovery"),
-    Entry("console-table", "lmms_eval.utils:make_table", PATCH, ("result_dict", "column", "sort_results"),
-          "shows dict/list metrics as `{N entries, see results JSON}`, no stderr for count and breakdown rows, and "
-          "ends the output with the unscored-samples block (judge failures by cause and host); also rebinds the name in `lmms_eval.evaluator` and `lmms_eval.__main__`; none in 0.7.3",
-          None, "0.7.x", "the console table shows breakdowns in full, a 0.0000 stderr for counts and no unscored block "
-          "(the results JSON is the same)",
-          "compact console table"),
-    Entry("evaluate-hook", "lmms_eval.evaluator:simple_evaluate", PATCH, ("predict_only",),
-          "starts each run's own state (judge session, media that failed to decode), notes `--predict_only` for "
-          "the judge filters (no judge calls; `score` judges later) and turns a plugin "
-          "error into a short closing block; none in 0.7.3 (filters never see the flag)",
-          None, "0.7.x", "judge filters call the judge under --predict_only too, and a plugin error ends with "
-          "lmms-eval's traceback only", "predict-only judging deferral"),
-    Entry("results-hook", "lmms_eval.loggers.evaluation_tracker:EvaluationTracker.save_results_aggregated", PATCH,
-          ("self", "results", "samples", "datetime_str"),
-          "writes software versions and judge accounting into the results JSON (and judge_report_<date>.json); "
-          "none in 0.7.3", None, "0.7.x",
-          "the results JSON has no versions or judge accounting (judge_report.json beside the judge cache still is)",
-          "versions and judge accounting in results"),
-    Entry("samples-writer", "lmms_eval.loggers.evaluation_tracker:EvaluationTracker.save_results_samples", PATCH,
-          ("self", "task_name", "samples"),
-          "our tasks' samples lines hold each per-sample item once: a metric whose item equals the line's first "
-          "metric item is left out (readers find it there: `logged_samples.item_of`); none in 0.7.3 (it logs the "
-          "item shared by every metric once per metric, up to 23 times a line)", None, "0.7.x",
-          "samples files repeat the shared item under every metric name (2-3x larger; read the same)",
-          "samples lines without repeats"),
-    Entry("error-bars", "lmms_eval.evaluator_utils:TaskOutput.calculate_aggregate_metric", PATCH, ("self", "bootstrap_iters"),
-          "fills `<metric>_stderr` for our custom aggregations from the benchmark spec; none in 0.7.3 "
-          "(its stderr covers only known aggregations, its `_stderr_clt` only means of a `score_key`)",
-          None, "0.7.x", "`<metric>_stderr` stays N/A for our metrics (values unchanged)", "error bars"),
-    Entry("clt-columns", "lmms_eval.evaluator_utils:TaskOutput.calculate_clt_aggregate_metric", PATCH, ("self",),
-          "puts lmms-eval's `_stderr_clt`/`_stderr_clustered` of our tasks in each metric's units: the mean's own for "
-          "a mean of per-item scores, N/A for a metric that is not a mean; none in 0.7.3 (it takes an item's 0-1 "
-          "`score` field for every metric of a task)", None, "0.7.x",
-          "the console's Stderr_CLT/Stderr_Clustered columns show one 0-1 figure for every metric of our tasks "
-          "(the Stderr column and the results' `_stderr` are right)", "error bar columns in metric units"),
-    Entry("task-names", "lmms_eval.tasks:TaskManager.match_tasks", PATCH, ("self", "task_list"),
-          "a requested task name lmms-eval does not know gets a one-line 'did you mean' (closest names) after "
-          "lmms-eval's own 'Tasks not found' error, and the failure is recorded for `check-run`; none in 0.7.3",
-          None, "0.7.x", "a misspelled task ends with lmms-eval's traceback only, and `check-run` guesses from the "
-          "installed benchmarks' task names", "did-you-mean for task names"),
-    Entry("frames-content-key", "lmms_eval.protocol:encode_image_to_base64", PATCH,
-          ("image", "image_format", "convert_rgb", "quality", "cache"),
-          "the per-request encoding cache keys PIL frames on id(); a reused id sends an earlier frame's picture "
-          "(API chat classes); we key on pixel content; none in 0.7.3",
-          "lmms-eval-openai-frames.patch", "0.7.3",
-          "API chat classes (openai, vllm) may send a wrong frame; prefer a local model class", "exact frames for API models"),
-    Entry("frames-unpadded", "lmms_eval.protocol:fetch_video", PATCH, ("ele",),
-          "qwen_vl_utils pads an odd frame list to even; an API gets separate images, so the padded copy is dropped; "
-          "none in 0.7.3", "lmms-eval-openai-frames.patch", "0.7.3",
-          "API chat classes send one extra (repeated) frame for an odd frame count", "exact frame count for API models"),
-    Entry("cache-valid", "lmms_eval.caching.response_cache:ResponseCache._is_valid_response", PATCH, ("response", "request_type"),
-          "with `--use_cache`, a failed request's marker was stored as the answer; none in 0.7.3", None, "0.7.3",
-          "a failed request may be stored by --use_cache and replayed as the answer", "--use_cache failure filter"),
-    Entry("cache-lookup", "lmms_eval.caching.response_cache:ResponseCache._lookup", PATCH, ("self", "cache_key"),
-          "a failure marker already in the cache (or its audit-log replay) is served as a miss; none in 0.7.3",
-          None, "0.7.3", "a failure marker already in a --use_cache file is replayed as the answer",
-          "--use_cache failure filter"),
-    Entry("probe-notice", "lmms_eval.models:get_model", PATCH, ("model_name", "force_simple"),
-          "collapses qwen2_5_vl's per-request 'Failed to probe video' notice for frame lists into one line by "
-          "giving the resolved class's module a filtering `eval_logger`; none in 0.7.3", None, "0.7.3",
-          "the notice is logged once per video request (harmless)", "collapsed probe notice"),
-    Entry("filter-instances", "lmms_eval.api.filter:FilterEnsemble.apply", FRAME_READ, ("self", "instances", "docs"),
-          "`Filter.apply(resps, docs)` gets this rank's responses but all documents; the caller's `instances` "
-          "argument (its doc_id) aligns them; none in 0.7.3 (a filter holds no reference to its task)",
-          None, "0.7.x", "documents are aligned by position (right for one process and --limit, not for several "
-          "ranks or --offset)", "judge filter document alignment"),
-    Entry("request-loop", "lmms_eval.utils:Collator.__init__", FRAME_READ, ("self", "arr", "sort_fn", "group_fn", "grouping"),
-          "decode-ahead finds the model's request loop on the stack (`self.task_dict`, its `Collator`'s "
-          "`arr_with_indices`/`fn`/`grouping`, the openai class's `dispatch_order`) to learn the request order; "
-          "none in 0.7.3", None, "0.7.x", "inputs are prepared inline when the model asks (no decode-ahead; same results)",
-          "decode-ahead"),
-    Entry("model-args-split", "lmms_eval.utils:_smart_comma_split", PRIVATE_CALL, ("args_string",),
-          "`check-model` splits `--model_args` exactly as lmms-eval does (a comma inside quotes or braces does not "
-          "split); none in 0.7.3 (the public `simple_parse_args_string` also converts the values)", None, "0.7.x",
-          "`--model_args` is split by the plugin's copy of the same rule (`split_outside_brackets`)",
-          "lmms-eval's own --model_args split"),
+    Entry(
+        "task-folders",
+        "lmms_eval.tasks:TaskManager.initialize_tasks",
+        PATCH,
+        ("self", "include_path", "include_defaults"),
+        "appends the installed benchmarks' task folders to every TaskManager's search path, so a plain "
+        "`lmms-eval --tasks NAME` finds them; none in 0.7.3 (`LMMS_EVAL_PLUGINS` is read after the task index is built)",
+        "lmms-eval-task-entry-points.patch",
+        "0.7.x",
+        "tasks are found only with `--include_path $(lmms-eval-plugins tasks --path)`, and the entries installed "
+        "when a TaskManager is built (evaluate-hook, results-hook, error-bars, probe-notice) stay off",
+        "task discovery",
+    ),
+    Entry(
+        "console-table",
+        "lmms_eval.utils:make_table",
+        PATCH,
+        ("result_dict", "column", "sort_results"),
+        "shows dict/list metrics as `{N entries, see results JSON}`, no stderr for count and breakdown rows, and "
+        "ends the output with the unscored-samples block (judge failures by cause and host); also rebinds the name in `lmms_eval.evaluator` and `lmms_eval.__main__`; none in 0.7.3",
+        None,
+        "0.7.x",
+        "the console table shows breakdowns in full, a 0.0000 stderr for counts and no unscored block "
+        "(the results JSON is the same)",
+        "compact console table",
+    ),
+    Entry(
+        "evaluate-hook",
+        "lmms_eval.evaluator:simple_evaluate",
+        PATCH,
+        ("predict_only",),
+        "starts each run's own state (judge session, media that failed to decode), notes `--predict_only` for "
+        "the judge filters (no judge calls; `score` judges later) and turns a plugin "
+        "error into a short closing block; none in 0.7.3 (filters never see the flag)",
+        None,
+        "0.7.x",
+        "judge filters call the judge under --predict_only too, and a plugin error ends with "
+        "lmms-eval's traceback only",
+        "predict-only judging deferral",
+    ),
+    Entry(
+        "results-hook",
+        "lmms_eval.loggers.evaluation_tracker:EvaluationTracker.save_results_aggregated",
+        PATCH,
+        ("self", "results", "samples", "datetime_str"),
+        "writes software versions and judge accounting into the results JSON (and judge_report_<date>.json); "
+        "none in 0.7.3",
+        None,
+        "0.7.x",
+        "the results JSON has no versions or judge accounting (judge_report.json beside the judge cache still is)",
+        "versions and judge accounting in results",
+    ),
+    Entry(
+        "samples-writer",
+        "lmms_eval.loggers.evaluation_tracker:EvaluationTracker.save_results_samples",
+        PATCH,
+        ("self", "task_name", "samples"),
+        "our tasks' samples lines hold each per-sample item once: a metric whose item equals the line's first "
+        "metric item is left out (readers find it there: `logged_samples.item_of`); none in 0.7.3 (it logs the "
+        "item shared by every metric once per metric, up to 23 times a line)",
+        None,
+        "0.7.x",
+        "samples files repeat the shared item under every metric name (2-3x larger; read the same)",
+        "samples lines without repeats",
+    ),
+    Entry(
+        "error-bars",
+        "lmms_eval.evaluator_utils:TaskOutput.calculate_aggregate_metric",
+        PATCH,
+        ("self", "bootstrap_iters"),
+        "fills `<metric>_stderr` for our custom aggregations from the benchmark spec; none in 0.7.3 "
+        "(its stderr covers only known aggregations, its `_stderr_clt` only means of a `score_key`)",
+        None,
+        "0.7.x",
+        "`<metric>_stderr` stays N/A for our metrics (values unchanged)",
+        "error bars",
+    ),
+    Entry(
+        "clt-columns",
+        "lmms_eval.evaluator_utils:TaskOutput.calculate_clt_aggregate_metric",
+        PATCH,
+        ("self",),
+        "puts lmms-eval's `_stderr_clt`/`_stderr_clustered` of our tasks in each metric's units: the mean's own for "
+        "a mean of per-item scores, N/A for a metric that is not a mean; none in 0.7.3 (it takes an item's 0-1 "
+        "`score` field for every metric of a task)",
+        None,
+        "0.7.x",
+        "the console's Stderr_CLT/Stderr_Clustered columns show one 0-1 figure for every metric of our tasks "
+        "(the Stderr column and the results' `_stderr` are right)",
+        "error bar columns in metric units",
+    ),
+    Entry(
+        "task-names",
+        "lmms_eval.tasks:TaskManager.match_tasks",
+        PATCH,
+        ("self", "task_list"),
+        "a requested task name lmms-eval does not know gets a one-line 'did you mean' (closest names) after "
+        "lmms-eval's own 'Tasks not found' error, and the failure is recorded for `check-run`; none in 0.7.3",
+        None,
+        "0.7.x",
+        "a misspelled task ends with lmms-eval's traceback only, and `check-run` guesses from the "
+        "installed benchmarks' task names",
+        "did-you-mean for task names",
+    ),
+    Entry(
+        "frames-content-key",
+        "lmms_eval.protocol:encode_image_to_base64",
+        PATCH,
+        ("image", "image_format", "convert_rgb", "quality", "cache"),
+        "the per-request encoding cache keys PIL frames on id(); a reused id sends an earlier frame's picture "
+        "(API chat classes); we key on pixel content; none in 0.7.3",
+        "lmms-eval-openai-frames.patch",
+        "0.7.3",
+        "API chat classes (openai, vllm) may send a wrong frame; prefer a local model class",
+        "exact frames for API models",
+    ),
+    Entry(
+        "frames-unpadded",
+        "lmms_eval.protocol:fetch_video",
+        PATCH,
+        ("ele",),
+        "qwen_vl_utils pads an odd frame list to even; an API gets separate images, so the padded copy is dropped; "
+        "none in 0.7.3",
+        "lmms-eval-openai-frames.patch",
+        "0.7.3",
+        "API chat classes send one extra (repeated) frame for an odd frame count",
+        "exact frame count for API models",
+    ),
+    Entry(
+        "cache-valid",
+        "lmms_eval.caching.response_cache:ResponseCache._is_valid_response",
+        PATCH,
+        ("response", "request_type"),
+        "with `--use_cache`, a failed request's marker was stored as the answer; none in 0.7.3",
+        None,
+        "0.7.3",
+        "a failed request may be stored by --use_cache and replayed as the answer",
+        "--use_cache failure filter",
+    ),
+    Entry(
+        "cache-lookup",
+        "lmms_eval.caching.response_cache:ResponseCache._lookup",
+        PATCH,
+        ("self", "cache_key"),
+        "a failure marker already in the cache (or its audit-log replay) is served as a miss; none in 0.7.3",
+        None,
+        "0.7.3",
+        "a failure marker already in a --use_cache file is replayed as the answer",
+        "--use_cache failure filter",
+    ),
+    Entry(
+        "probe-notice",
+        "lmms_eval.models:get_model",
+        PATCH,
+        ("model_name", "force_simple"),
+        "collapses qwen2_5_vl's per-request 'Failed to probe video' notice for frame lists into one line by "
+        "giving the resolved class's module a filtering `eval_logger`; none in 0.7.3",
+        None,
+        "0.7.3",
+        "the notice is logged once per video request (harmless)",
+        "collapsed probe notice",
+    ),
+    Entry(
+        "filter-instances",
+        "lmms_eval.api.filter:FilterEnsemble.apply",
+        FRAME_READ,
+        ("self", "instances", "docs"),
+        "`Filter.apply(resps, docs)` gets this rank's responses but all documents; the caller's `instances` "
+        "argument (its doc_id) aligns them; none in 0.7.3 (a filter holds no reference to its task)",
+        None,
+        "0.7.x",
+        "documents are aligned by position (right for one process and --limit, not for several ranks or --offset)",
+        "judge filter document alignment",
+    ),
+    Entry(
+        "request-loop",
+        "lmms_eval.utils:Collator.__init__",
+        FRAME_READ,
+        ("self", "arr", "sort_fn", "group_fn", "grouping"),
+        "decode-ahead finds the model's request loop on the stack (`self.task_dict`, its `Collator`'s "
+        "`arr_with_indices`/`fn`/`grouping`, the openai class's `dispatch_order`) to learn the request order; "
+        "none in 0.7.3",
+        None,
+        "0.7.x",
+        "inputs are prepared inline when the model asks (no decode-ahead; same results)",
+        "decode-ahead",
+    ),
+    Entry(
+        "model-args-split",
+        "lmms_eval.utils:_smart_comma_split",
+        PRIVATE_CALL,
+        ("args_string",),
+        "`check-model` splits `--model_args` exactly as lmms-eval does (a comma inside quotes or braces does not "
+        "split); none in 0.7.3 (the public `simple_parse_args_string` also converts the values)",
+        None,
+        "0.7.x",
+        "`--model_args` is split by the plugin's copy of the same rule (`split_outside_brackets`)",
+        "lmms-eval's own --model_args split",
+    ),
 )
 
 # name -> (phase, "module:installer"); frame reads and private calls have no installer (their
@@ -270,10 +387,14 @@ def _cell(text: str | None) -> str:
 
 def markdown_table() -> str:
     """The compatibility table of docs/architecture.md."""
-    rows = ["| Entry | Replaces / reads | Kind | Why | Upstream patch | lmms-eval versions | Without it |",
-            "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| Entry | Replaces / reads | Kind | Why | Upstream patch | lmms-eval versions | Without it |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for e in ENTRIES:
         upstream = f"`docs/upstream/{e.upstream}`" if e.upstream else "none"
-        rows.append(f"| `{e.name}` | `{e.target}` | {e.kind} | {_cell(e.why)} | {upstream} | {_cell(e.versions)} | "
-                    f"{_cell(e.feature)} off: {_cell(e.without)} |")
+        rows.append(
+            f"| `{e.name}` | `{e.target}` | {e.kind} | {_cell(e.why)} | {upstream} | {_cell(e.versions)} | "
+            f"{_cell(e.feature)} off: {_cell(e.without)} |"
+        )
     return "\n".join(rows) + "\n"

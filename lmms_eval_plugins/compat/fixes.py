@@ -176,8 +176,10 @@ class _CollapsedProbeWarnings:
             self.collapsed += 1
             if self.collapsed > 1:
                 return None
-            message = (f"lmms-eval-plugins: {self._model} cannot probe videos given as frame lists; it uses the "
-                       "frames as given (the task chose them). This notice is shown once, not per request.")
+            message = (
+                f"lmms-eval-plugins: {self._model} cannot probe videos given as frame lists; it uses the "
+                "frames as given (the task chose them). This notice is shown once, not per request."
+            )
         return self._logger.warning(message, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:

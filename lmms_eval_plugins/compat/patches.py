@@ -163,7 +163,9 @@ def install_evaluate_hook() -> bool:
             print(run_status.interrupted_block(output_path, sys.argv), file=sys.stderr, flush=True)
             raise SystemExit(130) from None
         except Exception as exc:
-            error = run_status.plugin_error_in(exc) or _model_args_error(exc, kwargs.get("model"), kwargs.get("model_args"))
+            error = run_status.plugin_error_in(exc) or _model_args_error(
+                exc, kwargs.get("model"), kwargs.get("model_args")
+            )
             if error is None:
                 raise
             run_status.record_failure(output_path, error)
@@ -197,8 +199,9 @@ def _check_tasks_before_the_model_loads(tasks: list[str]) -> None:
         logging.getLogger(__name__).debug(f"checking the tasks before the model loads failed: {exc!r}")
         return
     if blockers:
-        raise run_status.RunBlockedError([(b.name, b.detail, b.fix) for b in blockers],
-                                    [(w.name, w.detail, w.fix) for w in warnings])
+        raise run_status.RunBlockedError(
+            [(b.name, b.detail, b.fix) for b in blockers], [(w.name, w.detail, w.fix) for w in warnings]
+        )
     for w in warnings:
         logging.getLogger(__name__).warning(f"lmms-eval-plugins: {w.name}: {w.detail} (fix: {w.fix})")
 
@@ -207,8 +210,12 @@ def _model_args_error(exc: BaseException, model: Any, model_args: Any) -> Any:
     """lmms-eval's model classes refuse a key they do not take with ``AssertionError: Unexpected kwargs``
     (a 23-line traceback): the same error our own models give, naming the key, the closest one and the
     class's keys (issue 37). None for any other error."""
-    if not (isinstance(exc, AssertionError) and str(exc).startswith("Unexpected kwargs") and isinstance(model, str)
-            and isinstance(model_args, str)):
+    if not (
+        isinstance(exc, AssertionError)
+        and str(exc).startswith("Unexpected kwargs")
+        and isinstance(model, str)
+        and isinstance(model_args, str)
+    ):
         return None
     try:
         from lmms_eval.models import get_model
@@ -253,7 +260,10 @@ def install_results_hook() -> bool:
                 folder.mkdir(parents=True, exist_ok=True)
                 for i, report in enumerate(reports):
                     suffix = f".{i}" if i else ""
-                    write_atomic(folder / f"judge_report_{datetime_str}{suffix}.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
+                    write_atomic(
+                        folder / f"judge_report_{datetime_str}{suffix}.json",
+                        json.dumps(report, indent=2, sort_keys=True) + "\n",
+                    )
             except (OSError, AttributeError, TypeError) as exc:  # the results themselves must still be saved
                 logging.getLogger(__name__).warning(f"judge accounting not written beside the results: {exc}")
         return original(self, results, samples, datetime_str, *args, **kwargs)
@@ -337,7 +347,9 @@ def install_task_names_hook() -> bool:
         try:
             names = [task_list] if isinstance(task_list, str) else list(task_list)
             # as lmms-eval's CLI counts them missing: no wildcard, no YAML file path
-            missing = [t for t in names if isinstance(t, str) and t not in matched and "*" not in t and not os.path.isfile(t)]
+            missing = [
+                t for t in names if isinstance(t, str) and t not in matched and "*" not in t and not os.path.isfile(t)
+            ]
             if missing:
                 _note_unknown_tasks(missing, list(self.all_tasks))
         except Exception:  # noqa: BLE001 - a hint must never change what lmms-eval does
@@ -354,7 +366,10 @@ def _note_unknown_tasks(missing: list[str], known: list[str]) -> None:
 
     error = run_status.TaskNotFound(missing, known)
     run_status.record_failure(lmms_eval_output_path(sys.argv), error)
-    hints = [f"did you mean {' or '.join(run_status.closest_tasks(t, known))} (not {t})?" for t in missing
-             if run_status.closest_tasks(t, known)]
+    hints = [
+        f"did you mean {' or '.join(run_status.closest_tasks(t, known))} (not {t})?"
+        for t in missing
+        if run_status.closest_tasks(t, known)
+    ]
     if hints:  # after lmms-eval's traceback and "Tasks not found", as the last line of the output
         atexit.register(_print_last, f"lmms-eval-plugins: {'; '.join(hints)}")

@@ -34,8 +34,11 @@ def unknown_model_args(cls: type, unknown: list[str], name: str = "") -> DataErr
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
         hints.append(f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key))
     name = name or getattr(cls, "MODEL_NAME", "") or cls.__name__
-    return DataError(f"--model_args: {', '.join(hints)} {'is not an argument' if len(unknown) == 1 else 'are not arguments'} "
-                     f"of --model {name}", fix=f"spell the key as the class does; its arguments: {', '.join(known) or 'none'}")
+    return DataError(
+        f"--model_args: {', '.join(hints)} {'is not an argument' if len(unknown) == 1 else 'are not arguments'} "
+        f"of --model {name}",
+        fix=f"spell the key as the class does; its arguments: {', '.join(known) or 'none'}",
+    )
 
 
 class DocAnsweringModel(lmms):

@@ -40,6 +40,7 @@ from lmms_eval_plugins.models._base import DocAnsweringModel
 from lmms_eval_plugins.runs import samples_path
 from lmms_eval_plugins.run_state import strict_mode
 
+
 class RawReply(str):
     """A reply whose ``strip()`` keeps it as it is (module docstring: strict mode)."""
 
@@ -91,7 +92,7 @@ def lmms_doc_hash(doc: Any) -> str:
 def first_difference(stored: str, now: str) -> str:
     """A short pointer to where two prompts part, for the error message."""
     at = next((i for i, (a, b) in enumerate(zip(stored, now)) if a != b), min(len(stored), len(now)))
-    return f"first difference at character {at}: logged {stored[at:at + 40]!r}, now {now[at:at + 40]!r}"
+    return f"first difference at character {at}: logged {stored[at : at + 40]!r}, now {now[at : at + 40]!r}"
 
 
 class Replay(DocAnsweringModel):
@@ -129,8 +130,10 @@ class Replay(DocAnsweringModel):
             raise ReplayError(f"{where}: the task has repeats={request.repeats}; replay answers one reply per request")
         sample = self.samples_for(task).get(doc_id)
         if sample is None:
-            raise ReplayError(f"{where}: no reply stored for this document (the task has more documents than the run "
-                              "logged: its data changed, or --limit/--offset differ); re-run the model")
+            raise ReplayError(
+                f"{where}: no reply stored for this document (the task has more documents than the run "
+                "logged: its data changed, or --limit/--offset differ); re-run the model"
+            )
         self.check_same_document(request, sample, where)
         values = request_values(sample, n_requests)
         text = reply_text(values[request.idx]) if values is not None and request.idx < len(values) else None
@@ -141,14 +144,18 @@ class Replay(DocAnsweringModel):
     @staticmethod
     def check_same_document(request: Instance, sample: dict[str, Any], where: str) -> None:
         """Refuse to answer a document other than the one the reply was made for."""
-        changed = "the data or the task changed since the run, so the stored reply answers another question; " \
-                  "re-run the model (or score with the data and task version of the run)"
+        changed = (
+            "the data or the task changed since the run, so the stored reply answers another question; "
+            "re-run the model (or score with the data and task version of the run)"
+        )
         if request.doc is not None and sample.get("doc_hash") and lmms_doc_hash(request.doc) != sample["doc_hash"]:
             raise ReplayError(f"{where}: the document differs from the logged one (doc_hash): {changed}")
         prompt, logged = (request.args[0] if request.args else None), sample.get("input")
         # `input` is the first argument of the document's first request
         if request.idx == 0 and isinstance(prompt, str) and isinstance(logged, str) and prompt != logged:
-            raise ReplayError(f"{where}: the prompt differs from the logged one ({first_difference(logged, prompt)}): {changed}")
+            raise ReplayError(
+                f"{where}: the prompt differs from the logged one ({first_difference(logged, prompt)}): {changed}"
+            )
 
 
 class ReplayChat(Replay):

@@ -39,19 +39,34 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="lmms-eval-plugins report",
         description="Paper-style HTML and Markdown report from lmms-eval output folders, several models side by side.",
-        epilog="Example: lmms-eval-plugins report out/qwen7b out/qwen72b -o report/ --label Qwen2.5-VL-7B --label Qwen2.5-VL-72B")
-    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
-                        help="an lmms-eval --output_path (or a folder below it, or one *_results.json)")
-    parser.add_argument("-o", "--output", required=True, type=Path, metavar="OUT",
-                        help="folder for report.html, report.md and figures/")
-    parser.add_argument("--label", action="append", default=[], metavar="NAME",
-                        help="name of a run in the tables; give it once per RUN_DIR, in order (default: from the results JSON)")
+        epilog="Example: lmms-eval-plugins report out/qwen7b out/qwen72b -o report/ --label Qwen2.5-VL-7B --label Qwen2.5-VL-72B",
+    )
+    parser.add_argument(
+        "run_dirs",
+        nargs="+",
+        type=Path,
+        metavar="RUN_DIR",
+        help="an lmms-eval --output_path (or a folder below it, or one *_results.json)",
+    )
+    parser.add_argument(
+        "-o", "--output", required=True, type=Path, metavar="OUT", help="folder for report.html, report.md and figures/"
+    )
+    parser.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="name of a run in the tables; give it once per RUN_DIR, in order (default: from the results JSON)",
+    )
     parser.add_argument("--title", help="report title")
     parser.add_argument("--no-paper", action="store_true", help="leave out the rows copied from the papers")
     parser.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
     parser.add_argument("--no-markdown", action="store_true", help="write report.html only")
-    parser.add_argument("--skip-bad", action="store_true",
-                        help="turn an unreadable results JSON into a note in the report instead of an error")
+    parser.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="turn an unreadable results JSON into a note in the report instead of an error",
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if len(args.label) > len(args.run_dirs):
         parser.error(f"{len(args.label)} --label for {len(args.run_dirs)} RUN_DIR")
@@ -73,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     runs = [r for r in runs if r.tasks or r.notes]
     if not any(r.tasks for r in runs):
-        emit("lmms-eval-plugins report: error: no task results in " + ", ".join(map(str, args.run_dirs)), file=sys.stderr)
+        emit(
+            "lmms-eval-plugins report: error: no task results in " + ", ".join(map(str, args.run_dirs)), file=sys.stderr
+        )
         return 2
     for run in runs:  # a label read from the model args (pretrained=URL) is shown everywhere: no credential in it
         run.label = redact(run.label)
@@ -85,4 +102,3 @@ def main(argv: list[str] | None = None) -> int:
     if report.notes:
         emit(f"{len(report.notes)} note(s) in the report, e.g. {redact(report.notes[0])}", file=sys.stderr)
     return 0
-

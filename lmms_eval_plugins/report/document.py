@@ -56,6 +56,7 @@ class Note:
 @dataclass
 class Heading:
     """Starts a collapsible part of a section (``<details>``); ``open``: shown without a click."""
+
     text: str
     open: bool = False
 
@@ -74,6 +75,7 @@ class Section:
 @dataclass
 class Entry:
     """One row of a benchmark section: a run and one variant of the benchmark (e.g. ``sample``)."""
+
     run: Run
     variant: str
     tasks: dict[str | None, TaskResult]
@@ -96,7 +98,7 @@ def split_task(task: str) -> tuple[str | None, str | None, str]:
         return None, None, task
     role = None
     rest = []
-    for token in task[len(spec.name):].split("_")[1:]:
+    for token in task[len(spec.name) :].split("_")[1:]:
         if role is None and token in spec.roles:
             role = token
         else:
@@ -126,7 +128,9 @@ def variant_note(entries: Sequence[Entry]) -> str:
     listed = f"{n_tasks} task{'s' if n_tasks != 1 else ''} (listed under 'Every metric')"
     if len(variants) == 1:
         return f"Variant: {variants[0]}, {listed}." if variants[0] else f"Full benchmark, {listed}."
-    return f"Several variants ({', '.join(v or 'full' for v in variants)}): rows are labelled model [variant]; {listed}."
+    return (
+        f"Several variants ({', '.join(v or 'full' for v in variants)}): rows are labelled model [variant]; {listed}."
+    )
 
 
 @dataclass

@@ -17,8 +17,10 @@ PERCENT_DECIMALS = 2
 FRACTION_DECIMALS = 4
 LMMS_EVAL_DATE = "%Y%m%d_%H%M%S"  # lmms-eval's ``get_datetime_str``
 SHOWN_DATE = "%Y-%m-%d %H:%M:%S UTC"
-UNITS_LINE = (f"percentages with {PERCENT_DECIMALS} decimals unless a count (an integer) "
-              f"or a fraction ({FRACTION_DECIMALS} decimals)")
+UNITS_LINE = (
+    f"percentages with {PERCENT_DECIMALS} decimals unless a count (an integer) "
+    f"or a fraction ({FRACTION_DECIMALS} decimals)"
+)
 
 
 def fmt_percent(value: float) -> str:

@@ -61,7 +61,9 @@ def _esc(text: Any) -> str:
 
 def table_html(table: Table) -> str:
     bold = bold_sets(table)
-    parts = [f'<div class="tablewrap"><table class="report" id="{_esc(table.id)}"><caption>{_esc(table.title)}</caption><thead>']
+    parts = [
+        f'<div class="tablewrap"><table class="report" id="{_esc(table.id)}"><caption>{_esc(table.title)}</caption><thead>'
+    ]
     first = _esc(table.first)
     if any(c.group for c in table.columns):
         row = [f'<th rowspan="2">{first}</th>']
@@ -89,7 +91,8 @@ def table_html(table: Table) -> str:
         for j, col in enumerate(table.columns):
             text, ann = cell_parts(cells[j]) if j < len(cells) else ("", "")
             classes = (["b"] if i is not None and i in bold[j] else []) + (
-                ["t"] if text not in ("", "—", "N/A") and lead_number(text) is None else [])
+                ["t"] if text not in ("", "—", "N/A") and lead_number(text) is None else []
+            )
             cls = f' class="{" ".join(classes)}"' if classes else ""
             ann_html = f'<span class="ann">{_esc(ann)}</span>' if ann else ""
             tds.append(f'<td data-col="{_esc(col.name)}"{cls}>{_esc(text)}{ann_html}</td>')
@@ -99,8 +102,10 @@ def table_html(table: Table) -> str:
         parts.append(row_html(label, cells, i))
     parts.append("</tbody>")
     if table.ref_rows:
-        parts.append(f'<tbody class="ref"><tr class="divider"><td colspan="{len(table.columns) + 1}">'
-                     f'Copied from the paper, not computed here: {_esc(table.ref_source)}</td></tr>')
+        parts.append(
+            f'<tbody class="ref"><tr class="divider"><td colspan="{len(table.columns) + 1}">'
+            f"Copied from the paper, not computed here: {_esc(table.ref_source)}</td></tr>"
+        )
         for label, cells in table.ref_rows:
             parts.append(row_html(label, cells, None))
         parts.append("</tbody>")
@@ -131,21 +136,28 @@ def render_html(report: Report) -> str:
             elif isinstance(block, Figure):
                 data = base64.b64encode(block.png).decode("ascii")
                 caption = f"<figcaption>{_esc(block.caption)}</figcaption>" if block.caption else ""
-                body.append(f'<figure id="fig-{_esc(block.id)}"><img alt="{_esc(block.title)}" '
-                            f'src="data:image/png;base64,{data}">{caption}</figure>')
+                body.append(
+                    f'<figure id="fig-{_esc(block.id)}"><img alt="{_esc(block.title)}" '
+                    f'src="data:image/png;base64,{data}">{caption}</figure>'
+                )
             elif isinstance(block, Note):
                 body.append(f'<div class="{"warn" if block.kind == "warn" else "note"}">{_esc(block.text)}</div>')
         if in_details:
             body.append("</details>")
         body.append("</section>")
     if report.notes:
-        body.append('<section id="notes"><h2>Notes</h2><ul>' + "".join(f"<li>{_esc(n)}</li>" for n in report.notes)
-                    + "</ul></section>")
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{_esc(report.title)}</title><style>{CSS}</style></head><body>"
-            f"<header><h1>{_esc(report.title)}</h1><p class=\"meta\">generated {_esc(report.generated)} by "
-            f"lmms-eval-plugins report ({_esc(provenance.describe(provenance.software_versions()))}) · "
-            f"{_esc(UNITS_LINE)} · dates in UTC · bold: best model per column · "
-            "italic rows: copied from the papers</p>"
-            f"<nav>{nav}</nav></header><main>{''.join(body)}</main></body></html>\n")
+        body.append(
+            '<section id="notes"><h2>Notes</h2><ul>'
+            + "".join(f"<li>{_esc(n)}</li>" for n in report.notes)
+            + "</ul></section>"
+        )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_esc(report.title)}</title><style>{CSS}</style></head><body>"
+        f'<header><h1>{_esc(report.title)}</h1><p class="meta">generated {_esc(report.generated)} by '
+        f"lmms-eval-plugins report ({_esc(provenance.describe(provenance.software_versions()))}) · "
+        f"{_esc(UNITS_LINE)} · dates in UTC · bold: best model per column · "
+        "italic rows: copied from the papers</p>"
+        f"<nav>{nav}</nav></header><main>{''.join(body)}</main></body></html>\n"
+    )

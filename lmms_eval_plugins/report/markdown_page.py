@@ -26,8 +26,12 @@ def _md(text: Any) -> str:
 
 def table_md(table: Table) -> str:
     bold = bold_sets(table)
-    lines = [f"**{_md(table.title)}**", "", f"| {_md(table.first)} | " + " | ".join(_md(c.name) for c in table.columns) + " |",
-             "|---|" + "|".join("---:" for _ in table.columns) + "|"]
+    lines = [
+        f"**{_md(table.title)}**",
+        "",
+        f"| {_md(table.first)} | " + " | ".join(_md(c.name) for c in table.columns) + " |",
+        "|---|" + "|".join("---:" for _ in table.columns) + "|",
+    ]
 
     def row(label: str, cells: Sequence[Cell], i: int | None) -> str:
         out = []
@@ -42,19 +46,33 @@ def table_md(table: Table) -> str:
     for i, (label, cells) in enumerate(table.rows):
         lines.append(row(label, cells, i))
     if table.ref_rows:
-        lines.append(f"| *copied from the paper, not computed here: {_md(table.ref_source)}* |" + " |" * len(table.columns))
+        lines.append(
+            f"| *copied from the paper, not computed here: {_md(table.ref_source)}* |" + " |" * len(table.columns)
+        )
         for label, cells in table.ref_rows:
-            lines.append(row(f"*{label}*", [f"*{cell_parts(c)[0]}*" if cell_parts(c)[0] not in ("", "—") else cell_parts(c)[0]
-                                            for c in cells], None))
+            lines.append(
+                row(
+                    f"*{label}*",
+                    [f"*{cell_parts(c)[0]}*" if cell_parts(c)[0] not in ("", "—") else cell_parts(c)[0] for c in cells],
+                    None,
+                )
+            )
     if table.note:
         lines += ["", f"_{_md(table.note)}_"]
     return f"<!-- table: {table.id} -->\n" + "\n".join(lines) + "\n"
 
 
 def render_markdown(report: Report, figure_dir: str = "figures") -> str:
-    out = [f"# {_md(report.title)}", "", (f"Generated {report.generated} by `lmms-eval-plugins report` "
-           f"({provenance.describe(provenance.software_versions())}). {UNITS_LINE.capitalize()}; dates in UTC; "
-           "**bold**: best model per column; *italic* rows are copied from the papers."), ""]
+    out = [
+        f"# {_md(report.title)}",
+        "",
+        (
+            f"Generated {report.generated} by `lmms-eval-plugins report` "
+            f"({provenance.describe(provenance.software_versions())}). {UNITS_LINE.capitalize()}; dates in UTC; "
+            "**bold**: best model per column; *italic* rows are copied from the papers."
+        ),
+        "",
+    ]
     for sec in report.sections:
         out += [f"## {_md(sec.title)}", ""]
         if sec.intro:

@@ -46,8 +46,10 @@ def counts_of(metrics: Mapping[str, Any]) -> list[tuple[str, str, int]]:
             if is_count(value):
                 out.append((name, label, int(value)))
             elif isinstance(value, dict) and value and all(is_count(v) for v in value.values()):
-                out.extend((f"{name}[{k}]", f"{label} ({k})" if label == what else f"{label[:-1]}, {k})", int(v))
-                           for k, v in value.items())
+                out.extend(
+                    (f"{name}[{k}]", f"{label} ({k})" if label == what else f"{label[:-1]}, {k})", int(v))
+                    for k, v in value.items()
+                )
             break
     return out
 

@@ -23,14 +23,26 @@ class Plotter:
                 from matplotlib.figure import Figure as _F  # noqa: F401
             except ImportError as exc:  # pragma: no cover - depends on the environment
                 self.enabled = False
-                self.error = (f"plots left out: matplotlib is not installed ({exc}); "
-                              "pip install matplotlib (a dependency of lmms-eval-plugins: reinstall it)")
+                self.error = (
+                    f"plots left out: matplotlib is not installed ({exc}); "
+                    "pip install matplotlib (a dependency of lmms-eval-plugins: reinstall it)"
+                )
         self.colors: dict[str, str] = {}
 
     def color(self, label: str) -> str:
         if label not in self.colors:
-            palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-                       "#bcbd22", "#17becf"]
+            palette = [
+                "#1f77b4",
+                "#ff7f0e",
+                "#2ca02c",
+                "#d62728",
+                "#9467bd",
+                "#8c564b",
+                "#e377c2",
+                "#7f7f7f",
+                "#bcbd22",
+                "#17becf",
+            ]
             self.colors[label] = palette[len(self.colors) % len(palette)]
         return self.colors[label]
 
@@ -49,25 +61,50 @@ class Plotter:
 
     # ------------------------------------------------------------------------------- chart kinds
 
-    def grouped_bars(self, ax, categories: Sequence[str], series: Mapping[str, Sequence[float | None]], *,
-                     ylabel: str = "", ylim: tuple[float, float] | None = None, colors: Mapping[str, str] | None = None,
-                     value_labels: bool = False, hatches: Mapping[str, str] | None = None) -> None:
+    def grouped_bars(
+        self,
+        ax,
+        categories: Sequence[str],
+        series: Mapping[str, Sequence[float | None]],
+        *,
+        ylabel: str = "",
+        ylim: tuple[float, float] | None = None,
+        colors: Mapping[str, str] | None = None,
+        value_labels: bool = False,
+        hatches: Mapping[str, str] | None = None,
+    ) -> None:
         n = max(1, len(series))
         width = 0.8 / n
         for i, (name, values) in enumerate(series.items()):
             xs = [k + (i - (n - 1) / 2) * width for k in range(len(categories))]
             heights = [v if v is not None else 0.0 for v in values]
-            bars = ax.bar(xs, heights, width=width * 0.95, label=name,
-                          color=(colors or {}).get(name) or self.color(name),
-                          hatch=(hatches or {}).get(name))
+            bars = ax.bar(
+                xs,
+                heights,
+                width=width * 0.95,
+                label=name,
+                color=(colors or {}).get(name) or self.color(name),
+                hatch=(hatches or {}).get(name),
+            )
             if value_labels:
                 for bar, v in zip(bars, values):
                     if v is not None:
-                        ax.annotate(f"{v:.1f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                                    ha="center", va="bottom", fontsize=7, xytext=(0, 1), textcoords="offset points")
+                        ax.annotate(
+                            f"{v:.1f}",
+                            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                            ha="center",
+                            va="bottom",
+                            fontsize=7,
+                            xytext=(0, 1),
+                            textcoords="offset points",
+                        )
         ax.set_xticks(range(len(categories)))
-        ax.set_xticklabels(categories, rotation=30 if max((len(c) for c in categories), default=0) > 6 else 0,
-                           ha="right" if max((len(c) for c in categories), default=0) > 6 else "center", fontsize=8)
+        ax.set_xticklabels(
+            categories,
+            rotation=30 if max((len(c) for c in categories), default=0) > 6 else 0,
+            ha="right" if max((len(c) for c in categories), default=0) > 6 else "center",
+            fontsize=8,
+        )
         if ylabel:
             ax.set_ylabel(ylabel)
         if ylim:
@@ -79,12 +116,21 @@ class Plotter:
     def legend(fig, ax, ncol: int | None = None) -> None:
         handles, labels = ax.get_legend_handles_labels()
         if len(labels) > 1:
-            fig.legend(handles, labels, loc="outside lower center", ncol=ncol or min(6, len(labels)), fontsize=8,
-                       frameon=False)
+            fig.legend(
+                handles, labels, loc="outside lower center", ncol=ncol or min(6, len(labels)), fontsize=8, frameon=False
+            )
 
-    def bars_figure(self, title: str, categories: Sequence[str], series: Mapping[str, Sequence[float | None]], *,
-                    ylabel: str = "%", ylim: tuple[float, float] | None = (0, 105), width: float | None = None,
-                    value_labels: bool = True) -> bytes:
+    def bars_figure(
+        self,
+        title: str,
+        categories: Sequence[str],
+        series: Mapping[str, Sequence[float | None]],
+        *,
+        ylabel: str = "%",
+        ylim: tuple[float, float] | None = (0, 105),
+        width: float | None = None,
+        value_labels: bool = True,
+    ) -> bytes:
         fig = self.figure(width or max(5.0, 1.2 + 0.55 * len(categories) * max(1, len(series)) ** 0.5), 3.4)
         ax = fig.add_subplot()
         if value_labels and ylim:
@@ -94,8 +140,14 @@ class Plotter:
         self.legend(fig, ax)
         return self.png(fig)
 
-    def panels_figure(self, title: str, panels: Sequence[tuple[str, Sequence[str], Mapping[str, Sequence[float | None]]]],
-                      *, ylabel: str = "%", ylim: tuple[float, float] | None = (0, 105)) -> bytes:
+    def panels_figure(
+        self,
+        title: str,
+        panels: Sequence[tuple[str, Sequence[str], Mapping[str, Sequence[float | None]]]],
+        *,
+        ylabel: str = "%",
+        ylim: tuple[float, float] | None = (0, 105),
+    ) -> bytes:
         n = len(panels)
         widest = max(len(p[1]) for p in panels)
         fig = self.figure(min(16.0, max(5.0, n * (1.6 + 0.45 * widest))), 3.6)
@@ -107,8 +159,9 @@ class Plotter:
         self.legend(fig, max(axes, key=lambda a: len(a.get_legend_handles_labels()[1])))
         return self.png(fig)
 
-    def confusion_grid(self, title: str, matrices: Mapping[str, Mapping[str, Mapping[str, int]]],
-                       short: Callable[[str], str] = str) -> bytes:
+    def confusion_grid(
+        self, title: str, matrices: Mapping[str, Mapping[str, Mapping[str, int]]], short: Callable[[str], str] = str
+    ) -> bytes:
         n = len(matrices)
         cols = min(n, 3)
         rows = math.ceil(n / cols)
@@ -126,8 +179,15 @@ class Plotter:
             ax.imshow(shares, cmap="Blues", vmin=0, vmax=1, aspect="auto")
             for i, row in enumerate(values):
                 for j, v in enumerate(row):
-                    ax.text(j, i, f"{int(v)}", ha="center", va="center", fontsize=7,
-                            color="white" if shares[i][j] > 0.6 else "black")
+                    ax.text(
+                        j,
+                        i,
+                        f"{int(v)}",
+                        ha="center",
+                        va="center",
+                        fontsize=7,
+                        color="white" if shares[i][j] > 0.6 else "black",
+                    )
             ax.set_xticks(range(len(pred)))
             ax.set_xticklabels([short(p) for p in pred], rotation=45, ha="right", fontsize=7)
             ax.set_yticks(range(len(gold)))
@@ -138,8 +198,13 @@ class Plotter:
         fig.suptitle(title, fontsize=10)
         return self.png(fig)
 
-    def radar(self, title: str, axes_labels: Sequence[str], series: Mapping[str, Sequence[float | None]],
-              references: Mapping[str, Sequence[float | None]] | None = None) -> bytes:
+    def radar(
+        self,
+        title: str,
+        axes_labels: Sequence[str],
+        series: Mapping[str, Sequence[float | None]],
+        references: Mapping[str, Sequence[float | None]] | None = None,
+    ) -> bytes:
         fig = self.figure(5.2, 4.8)
         ax = fig.add_subplot(projection="polar")
         angles = [2 * math.pi * k / len(axes_labels) for k in range(len(axes_labels))]
@@ -160,8 +225,9 @@ class Plotter:
         self.legend(fig, ax, ncol=3)
         return self.png(fig)
 
-    def histograms(self, title: str, data: Mapping[str, Sequence[int]], xlabel: str | Sequence[str], *,
-                   panels: Sequence[str] = ()) -> bytes:
+    def histograms(
+        self, title: str, data: Mapping[str, Sequence[int]], xlabel: str | Sequence[str], *, panels: Sequence[str] = ()
+    ) -> bytes:
         """Side-by-side bars of integer distributions (share of items, %); ``data`` keys are
         ``"panel|series"`` when ``panels`` are given (then ``xlabel`` may be one label per panel)."""
         groups = list(panels) or [""]
@@ -173,8 +239,10 @@ class Plotter:
             lo = min((min(v) for v in series.values() if v), default=0)
             hi = max((max(v) for v in series.values() if v), default=1)
             cats = list(range(lo, hi + 1))
-            shares = {name: [100.0 * sum(1 for x in values if x == c) / len(values) if values else None for c in cats]
-                      for name, values in series.items()}
+            shares = {
+                name: [100.0 * sum(1 for x in values if x == c) / len(values) if values else None for c in cats]
+                for name, values in series.items()
+            }
             self.grouped_bars(ax, [str(c) for c in cats], shares, ylabel="% of items", ylim=(0, 105))
             ax.set_xlabel(label, fontsize=8)
             if panel:
@@ -183,8 +251,13 @@ class Plotter:
         self.legend(fig, axes[0])
         return self.png(fig)
 
-    def cal_bias(self, title: str, distributions: Mapping[str, Mapping[str, float]], classes: Sequence[str],
-                 gold: Mapping[str, float] | None) -> bytes:
+    def cal_bias(
+        self,
+        title: str,
+        distributions: Mapping[str, Mapping[str, float]],
+        classes: Sequence[str],
+        gold: Mapping[str, float] | None,
+    ) -> bytes:
         fig = self.figure(10.0, 3.9)
         left, right = fig.subplots(1, 2, width_ratios=[1.6, 1])
         cats = list(classes) + (["unparseable"] if any(d.get("unparseable") for d in distributions.values()) else [])

@@ -78,8 +78,14 @@ class Builder:
             return Note(f"plot '{title}' could not be drawn: {type(exc).__name__}: {exc}", "warn")
 
     @staticmethod
-    def cell(value: Any, metrics: Mapping[str, Any] | None = None, *, std: Any = None, note: str = "",
-             unit: str | None = None) -> Cell:
+    def cell(
+        value: Any,
+        metrics: Mapping[str, Any] | None = None,
+        *,
+        std: Any = None,
+        note: str = "",
+        unit: str | None = None,
+    ) -> Cell:
         """``value`` (± ``std``) in ``unit``, annotated with ``note`` or the nonzero counts of ``metrics``."""
         text = fmt(value, unit)
         if isinstance(std, (int, float)) and not isinstance(std, bool) and value is not None:
@@ -95,7 +101,9 @@ class Builder:
         nonzero = [f"{n} {what}" for _, what, n in found if n]
         return ", ".join(nonzero) if nonzero else "0"
 
-    def samples_note(self, entries: Sequence[Entry], role: str | None, what: str) -> tuple[list[tuple[Entry, list]], Note | None]:
+    def samples_note(
+        self, entries: Sequence[Entry], role: str | None, what: str
+    ) -> tuple[list[tuple[Entry, list]], Note | None]:
         have, missing = [], []
         for e in entries:
             if role not in e.tasks:
@@ -107,12 +115,16 @@ class Builder:
                 have.append((e, samples))
         note = None
         if missing:
-            note = Note(f"{what}: no usable logged samples for {', '.join(missing)}; "
-                        "left out (see the notes at the end)", "warn")
+            note = Note(
+                f"{what}: no usable logged samples for {', '.join(missing)}; left out (see the notes at the end)",
+                "warn",
+            )
         return have, note
 
 
-def paper_rows(spec: Mapping[str, Any], columns: Sequence[Col], enabled: bool) -> tuple[list[tuple[str, list[Cell]]], str]:
+def paper_rows(
+    spec: Mapping[str, Any], columns: Sequence[Col], enabled: bool
+) -> tuple[list[tuple[str, list[Cell]]], str]:
     """A paper's rows (``{"source", "columns", "rows", "decimals"}``, kept in the benchmark's report module)
     aligned to ``columns`` (by name; missing columns are blank)."""
     if not enabled:
@@ -124,23 +136,48 @@ def paper_rows(spec: Mapping[str, Any], columns: Sequence[Col], enabled: bool) -
     rows = []
     for model, values in spec["rows"].items():
         by_name = dict(zip(spec["columns"], values))
-        rows.append((f"{model} (paper)", [fmt_ref(by_name.get(c.name), places.get(c.name)) if c.name in by_name else ""
-                                          for c in columns]))
+        rows.append(
+            (
+                f"{model} (paper)",
+                [fmt_ref(by_name.get(c.name), places.get(c.name)) if c.name in by_name else "" for c in columns],
+            )
+        )
     return rows, spec["source"]
 
 
 # ============================================================ judges, runs, error bars, every metric
 
-JUDGE_STAT_COLUMNS = ("verdicts", "calls", "failed_calls", "retries", "reasks", "cache_hits", "tokens_in", "tokens_out",
-                      "judge_errors", "skipped", "empty_predictions", "offline_verdicts")
-JUDGE_STAT_NAMES = {"failed_calls": "failed", "cache_hits": "cached", "empty_predictions": "empty answers",
-                    "offline_verdicts": "offline", "reasks": "re-asks"}
+JUDGE_STAT_COLUMNS = (
+    "verdicts",
+    "calls",
+    "failed_calls",
+    "retries",
+    "reasks",
+    "cache_hits",
+    "tokens_in",
+    "tokens_out",
+    "judge_errors",
+    "skipped",
+    "empty_predictions",
+    "offline_verdicts",
+)
+JUDGE_STAT_NAMES = {
+    "failed_calls": "failed",
+    "cache_hits": "cached",
+    "empty_predictions": "empty answers",
+    "offline_verdicts": "offline",
+    "reasks": "re-asks",
+}
 
 
-def judge_table(table_id: str, title: str, reports: Sequence[tuple[str, Path, dict[str, Any]]],
-                judge_prefixes: Sequence[str] | None) -> Table | None:
-    cols = [*(Col(JUDGE_STAT_NAMES.get(c, c.replace("_", " "))) for c in JUDGE_STAT_COLUMNS), Col("failed calls by reason"),
-            Col("file")]
+def judge_table(
+    table_id: str, title: str, reports: Sequence[tuple[str, Path, dict[str, Any]]], judge_prefixes: Sequence[str] | None
+) -> Table | None:
+    cols = [
+        *(Col(JUDGE_STAT_NAMES.get(c, c.replace("_", " "))) for c in JUDGE_STAT_COLUMNS),
+        Col("failed calls by reason"),
+        Col("file"),
+    ]
     rows = []
     for label, path, data in reports:
         reasons = failure_reasons(data)
@@ -149,13 +186,27 @@ def judge_table(table_id: str, title: str, reports: Sequence[tuple[str, Path, di
                 continue
             if not isinstance(judge_stats, dict):
                 continue
-            rows.append((f"{label} · {judge}", [*(fmt(judge_stats.get(c)) if c in judge_stats else "—" for c in JUDGE_STAT_COLUMNS),
-                                                reasons, path.name]))
+            rows.append(
+                (
+                    f"{label} · {judge}",
+                    [
+                        *(fmt(judge_stats.get(c)) if c in judge_stats else "—" for c in JUDGE_STAT_COLUMNS),
+                        reasons,
+                        path.name,
+                    ],
+                )
+            )
     if not rows:
         return None
-    return Table(table_id, title, cols, rows, first="model · judge",
-                 note="From the judge runtime's accounting JSON (docs/judges.md); a sample without a verdict is unscored "
-                      "(its judged metric is N/A until `lmms-eval-plugins score`), never scored 0.")
+    return Table(
+        table_id,
+        title,
+        cols,
+        rows,
+        first="model · judge",
+        note="From the judge runtime's accounting JSON (docs/judges.md); a sample without a verdict is unscored "
+        "(its judged metric is N/A until `lmms-eval-plugins score`), never scored 0.",
+    )
 
 
 def failure_reasons(data: Mapping[str, Any]) -> str:
@@ -184,11 +235,18 @@ def judge_blocks(b: Builder, entries: Sequence[Entry], prefixes: Sequence[str], 
         for path, data in e.run.judge_reports:
             by_judge = data.get("by_judge") or {}
             if e.run.label not in flagged and any(
-                    str(j).startswith(tuple(prefixes)) and ("_offline" in str(j) or (isinstance(s, dict) and s.get("offline_verdicts")))
-                    for j, s in by_judge.items()):
+                str(j).startswith(tuple(prefixes))
+                and ("_offline" in str(j) or (isinstance(s, dict) and s.get("offline_verdicts")))
+                for j, s in by_judge.items()
+            ):
                 flagged.add(e.run.label)
-                blocks.append(Note(f"{e.run.label}: verdicts from the offline judge ({path.name}); lower fidelity, "
-                                   "not comparable with the papers' numbers.", "warn"))
+                blocks.append(
+                    Note(
+                        f"{e.run.label}: verdicts from the offline judge ({path.name}); lower fidelity, "
+                        "not comparable with the papers' numbers.",
+                        "warn",
+                    )
+                )
     return blocks
 
 
@@ -217,19 +275,46 @@ def run_plugin_version(info: Mapping[str, Any]) -> str:
 
 
 def section_runs(b: Builder) -> Section:
-    sec = Section("runs", "Runs", intro="One row per model run; the label is --label, else the model args' pretrained/model name, else lmms-eval's model name.")
-    cols = [Col("model"), Col("model args"), Col("tasks"), Col("date"), Col("lmms-eval"), Col("lmms-eval-plugins"), Col("limit"),
-            Col("results files"), Col("logged samples")]
+    sec = Section(
+        "runs",
+        "Runs",
+        intro="One row per model run; the label is --label, else the model args' pretrained/model name, else lmms-eval's model name.",
+    )
+    cols = [
+        Col("model"),
+        Col("model args"),
+        Col("tasks"),
+        Col("date"),
+        Col("lmms-eval"),
+        Col("lmms-eval-plugins"),
+        Col("limit"),
+        Col("results files"),
+        Col("logged samples"),
+    ]
     rows = []
     for run in b.runs:
         leaves = [t for t in run.tasks.values() if not t.is_group]
         with_samples = sum(1 for t in leaves if t.samples_path.is_file())
         date = run_date_utc(run.info.get("date"), run.info.get("timezone") or LMMS_EVAL_DEFAULT_TIMEZONE)
-        rows.append((run.label, [run.model or "—", run.model_args or "—", str(len(leaves)), date,
-                                 run_lmms_eval_version(run.info), run_plugin_version(run.info), fmt(run.info.get("limit")),
-                                 ", ".join(str(p.relative_to(run.folder)) if p.is_relative_to(run.folder) else str(p)
-                                           for p in run.results_files),
-                                 f"{with_samples} of {len(leaves)} tasks"]))
+        rows.append(
+            (
+                run.label,
+                [
+                    run.model or "—",
+                    run.model_args or "—",
+                    str(len(leaves)),
+                    date,
+                    run_lmms_eval_version(run.info),
+                    run_plugin_version(run.info),
+                    fmt(run.info.get("limit")),
+                    ", ".join(
+                        str(p.relative_to(run.folder)) if p.is_relative_to(run.folder) else str(p)
+                        for p in run.results_files
+                    ),
+                    f"{with_samples} of {len(leaves)} tasks",
+                ],
+            )
+        )
     sec.blocks.append(Table("runs", "Runs", cols, rows, first="run"))
     reports = [(run.label, path, data) for run in b.runs for path, data in run.judge_reports]
     known = ("rubric", "semantic_match")
@@ -239,7 +324,9 @@ def section_runs(b: Builder) -> Section:
         if other.rows:
             sec.blocks.append(other)
     if reports:
-        sec.blocks.append(Note("Judge accounting files: " + "; ".join(f"{label}: {_shown_path(path)}" for label, path, _ in reports)))
+        sec.blocks.append(
+            Note("Judge accounting files: " + "; ".join(f"{label}: {_shown_path(path)}" for label, path, _ in reports))
+        )
     return sec
 
 
@@ -258,8 +345,10 @@ def appendix_blocks(b: Builder, tasks: Sequence[str]) -> list[Block]:
         names = list(dict.fromkeys(k for f in flat.values() for k in f))
         units = {name: unit_of(task, name) for name in names}  # a breakdown's "name[key]" has none: by type
         cols = [Col(run.label) for run in runs]
-        rows = [(name, [fmt(flat[run.label][name], units[name]) if name in flat[run.label] else "—" for run in runs])
-                for name in names]
+        rows = [
+            (name, [fmt(flat[run.label][name], units[name]) if name in flat[run.label] else "—" for run in runs])
+            for name in names
+        ]
         n_row = ("(records)", [fmt(run.tasks[task].n_samples) for run in runs])
         blocks.append(Table(f"all-{task}", f"{task}: every metric", cols, [n_row] + rows, first="metric"))
     return blocks
@@ -295,22 +384,38 @@ def errorbar_blocks(b: Builder, spec: Benchmark, runs: Sequence[Run]) -> list[Bl
                 se = result.stderr(name)
                 ci = result.intervals.get(name)
                 mde = stats.minimum_detectable_effect(None if se is None else se * math.sqrt(2))
-                rows.append((f"{run.label}", [task, (metric.paper_name if metric else "") or name, fmt(value, unit),
-                                              "—" if se is None else fmt(se, unit),
-                                              "—" if ci is None else f"[{fmt(ci[0], unit)}, {fmt(ci[1], unit)}]",
-                                              "—" if mde is None else fmt(mde, unit)]))
+                rows.append(
+                    (
+                        f"{run.label}",
+                        [
+                            task,
+                            (metric.paper_name if metric else "") or name,
+                            fmt(value, unit),
+                            "—" if se is None else fmt(se, unit),
+                            "—" if ci is None else f"[{fmt(ci[0], unit)}, {fmt(ci[1], unit)}]",
+                            "—" if mde is None else fmt(mde, unit),
+                        ],
+                    )
+                )
     blocks: list[Block] = []
     if rows:
         cols = [Col("task"), Col("metric"), Col("value"), Col("stderr"), Col("95% CI"), Col("MDE")]
         blocks.append(Heading("Error bars", open=True))
-        blocks.append(Table(f"{spec.name}-errorbars", f"{spec.title}: headline metrics with 95% confidence intervals", cols, rows,
-                            note="stderr in the metric's units (analytic or clustered for means of per-item scores, else the "
-                                 "spread of a seeded bootstrap of the statistic). 95% CI: the percentile interval of the same "
-                                 "seeded (cluster) bootstrap that `compare` uses, so it stays inside the metric's range; docs: "
-                                 "README 'Error bars'. MDE: the smallest true difference between two runs of this size a test "
-                                 "detects 80% of the time (two-sided 5%; unpaired, so an upper bound). '—': the run predates "
-                                 "error bars or intervals (`lmms-eval-plugins score` re-scores it), or the metric has none.",
-                            first="run"))
+        blocks.append(
+            Table(
+                f"{spec.name}-errorbars",
+                f"{spec.title}: headline metrics with 95% confidence intervals",
+                cols,
+                rows,
+                note="stderr in the metric's units (analytic or clustered for means of per-item scores, else the "
+                "spread of a seeded bootstrap of the statistic). 95% CI: the percentile interval of the same "
+                "seeded (cluster) bootstrap that `compare` uses, so it stays inside the metric's range; docs: "
+                "README 'Error bars'. MDE: the smallest true difference between two runs of this size a test "
+                "detects 80% of the time (two-sided 5%; unpaired, so an upper bound). '—': the run predates "
+                "error bars or intervals (`lmms-eval-plugins score` re-scores it), or the metric has none.",
+                first="run",
+            )
+        )
     if len(runs) >= 2:
         paired = paired_table(spec, runs[0], [(other, b.compared(runs[0], other)) for other in runs[1:]], tasks)
         if paired is not None:
@@ -322,14 +427,27 @@ def paired_row(row: compare.Row, unit: str | None, note_mark: str = "") -> list[
     """One compare row's cells: diff (* when its CI excludes 0), CI, p, paired items, method; CI, p and *
     all from the row's one method, so they never disagree. ``note_mark`` annotates a row without an interval."""
     mark = " *" if row.significant else ""
-    ci: Cell = (f"[{fmt(row.ci_low, unit)}, {fmt(row.ci_high, unit)}]" if row.ci_low is not None and row.ci_high is not None
-                else ("—", note_mark) if note_mark else "—")
-    return [row.task, row.metric, fmt(row.diff, unit) + mark, ci, compare.p_text(row.p_value, row.resamples), str(row.n),
-            row.method]
+    ci: Cell = (
+        f"[{fmt(row.ci_low, unit)}, {fmt(row.ci_high, unit)}]"
+        if row.ci_low is not None and row.ci_high is not None
+        else ("—", note_mark)
+        if note_mark
+        else "—"
+    )
+    return [
+        row.task,
+        row.metric,
+        fmt(row.diff, unit) + mark,
+        ci,
+        compare.p_text(row.p_value, row.resamples),
+        str(row.n),
+        row.method,
+    ]
 
 
-def paired_table(spec: Benchmark, base: Run, others: Sequence[tuple[Run, Sequence[compare.Row]]],
-                 tasks: Sequence[str]) -> Table | None:
+def paired_table(
+    spec: Benchmark, base: Run, others: Sequence[tuple[Run, Sequence[compare.Row]]], tasks: Sequence[str]
+) -> Table | None:
     """Each other run's paired differences from ``base`` (its ``compare`` rows) on ``tasks``. The method is
     a column, or the caption when every row shares it; compare's note on a row without an interval is
     numbered in its CI cell and written out once in the caption."""
@@ -347,15 +465,23 @@ def paired_table(spec: Benchmark, base: Run, others: Sequence[tuple[Run, Sequenc
         return None
     methods = {cells[-1] for _, cells in diffs}
     cols = [Col("task"), Col("metric"), Col("diff"), Col("95% CI"), Col("p"), Col("paired items"), Col("method")]
-    caption = ("run minus the first run, on the items both scored (lmms-eval-plugins compare). * the 95% CI excludes 0, "
-               "the same as p < 0.05: each row's CI and p come from its one method (the same seeded bootstrap resamples).")
+    caption = (
+        "run minus the first run, on the items both scored (lmms-eval-plugins compare). * the 95% CI excludes 0, "
+        "the same as p < 0.05: each row's CI and p come from its one method (the same seeded bootstrap resamples)."
+    )
     if len(methods) == 1:
         caption += f" Method: {methods.pop()}."
         cols, diffs = cols[:-1], [(label, cells[:-1]) for label, cells in diffs]
     if notes:
         caption += " '—': no interval: " + "; ".join(f"note {k}: {text}" for text, k in notes.items()) + "."
-    return Table(f"{spec.name}-paired", f"{spec.title}: paired differences from {base.label}", cols, diffs,
-                 note=caption, first="run")
+    return Table(
+        f"{spec.name}-paired",
+        f"{spec.title}: paired differences from {base.label}",
+        cols,
+        diffs,
+        note=caption,
+        first="run",
+    )
 
 
 def _all_tasks(runs: Sequence[Run], bench: str | None) -> list[str]:
@@ -386,8 +512,14 @@ def section_of(spec: Benchmark) -> Callable[[Builder, list[Entry]], Section]:
     return make if make is not None else functools.partial(default_section, spec=spec)
 
 
-def build_report(runs: Sequence[Run], *, title: str | None = None, plots: bool = True, paper: bool = True,
-                 extra_notes: Sequence[str] = ()) -> Report:
+def build_report(
+    runs: Sequence[Run],
+    *,
+    title: str | None = None,
+    plots: bool = True,
+    paper: bool = True,
+    extra_notes: Sequence[str] = (),
+) -> Report:
     b = Builder(runs, plots=plots, paper=paper)
     sections = [section_runs(b)]
     for spec in ordered_benchmarks():
@@ -397,22 +529,38 @@ def build_report(runs: Sequence[Run], *, title: str | None = None, plots: bool =
             continue
         try:
             sec = section_of(spec)(b, entries)
-        except Exception as exc:  # one benchmark's unexpected metric shapes (or a broken section) must not hide the others
-            sec = Section(bench, spec.title, [Note(f"this section could not be built: {type(exc).__name__}: {exc}; "
-                                                          "every metric is still listed below", "warn")])
+        except (
+            Exception
+        ) as exc:  # one benchmark's unexpected metric shapes (or a broken section) must not hide the others
+            sec = Section(
+                bench,
+                spec.title,
+                [
+                    Note(
+                        f"this section could not be built: {type(exc).__name__}: {exc}; "
+                        "every metric is still listed below",
+                        "warn",
+                    )
+                ],
+            )
         sec.blocks.extend(errorbar_blocks(b, spec, runs))
         sec.blocks.append(Heading("Every metric"))
         sec.blocks.extend(appendix_blocks(b, _all_tasks(runs, bench)))
         sections.append(sec)
     others = _all_tasks(runs, None)
     if others:
-        sections.append(Section("other", "Other tasks", appendix_blocks(b, others),
-                                intro="Tasks of no benchmark this package adds: every metric as lmms-eval reported it."))
+        sections.append(
+            Section(
+                "other",
+                "Other tasks",
+                appendix_blocks(b, others),
+                intro="Tasks of no benchmark this package adds: every metric as lmms-eval reported it.",
+            )
+        )
     notes = list(extra_notes)
     if b.plotter.error:
         notes.append(b.plotter.error)
     for run in runs:
         notes.extend(f"{run.label}: {n}" for n in run.notes)
     labels = ", ".join(run.label for run in runs)
-    return Report(title or f"lmms-eval report: {labels}", sections, notes,
-                  utc_text(_dt.datetime.now(_dt.timezone.utc)))
+    return Report(title or f"lmms-eval report: {labels}", sections, notes, utc_text(_dt.datetime.now(_dt.timezone.utc)))

@@ -52,4 +52,6 @@ def endpoint_env(monkeypatch, server):
 
 @pytest.fixture
 def fast():
-    return RuntimeSettings(concurrency=8, timeout=0.5, max_attempts=6, retry_base=0.01, retry_max=0.05, max_retry_after=1.0)
+    return RuntimeSettings(
+        concurrency=8, timeout=0.5, max_attempts=6, retry_base=0.01, retry_max=0.05, max_retry_after=1.0
+    )

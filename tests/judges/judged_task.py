@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-UTILS = '''
+UTILS = """
 from lmms_eval_plugins.judges import JudgeFilter, JudgeItem, aggregate_judged, judged_mean, judged_parts
 
 def doc_to_visual(doc):
@@ -30,17 +30,19 @@ def agg_METRIC(items):
 
 def agg_judge_errors(items):  # the samples left without a verdict (judge errors, or no judge asked)
     return judged_mean(items).n_without_verdict
-'''
+"""
 
 
-def write_judged_task(folder: Path, task: str, docs: Sequence[dict[str, Any]], *, judge: str, metric: str,
-                      max_new_tokens: int) -> Path:
+def write_judged_task(
+    folder: Path, task: str, docs: Sequence[dict[str, Any]], *, judge: str, metric: str, max_new_tokens: int
+) -> Path:
     """``folder`` holding task ``task`` over ``docs``, judged by ``judge`` into ``metric`` and ``judge_errors``."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "data.json").write_text(json.dumps(list(docs)))
     (folder / "utils.py").write_text(UTILS.replace("METRIC", metric))
-    (folder / f"{task}.yaml").write_text(textwrap.dedent(
-        f"""
+    (folder / f"{task}.yaml").write_text(
+        textwrap.dedent(
+            f"""
         task: {task}
         dataset_path: json
         dataset_kwargs:
@@ -73,5 +75,6 @@ def write_judged_task(folder: Path, task: str, docs: Sequence[dict[str, Any]], *
         metadata:
           version: 0.1
         """
-    ))
+        )
+    )
     return folder

@@ -45,9 +45,19 @@ def requests_for(n: int, base_url: str, wrong_every: int = 3) -> list[BatchReque
     for i in range(n):
         item = JudgeItem(question=f"Question {i}?", prediction="B" if i % wrong_every == 0 else "A", reference="A")
         messages = judge.build_messages(item)
-        key = verdict_key(judge=judge.name, version=judge.version, model="gpt-4o", endpoint=base_url, messages=messages,
-                          sampling=judge.sampling)
-        out.append(BatchRequest(key, judge.name, judge.version, "gpt-4o", base_url, dict(judge.sampling), messages, item_fields(item)))
+        key = verdict_key(
+            judge=judge.name,
+            version=judge.version,
+            model="gpt-4o",
+            endpoint=base_url,
+            messages=messages,
+            sampling=judge.sampling,
+        )
+        out.append(
+            BatchRequest(
+                key, judge.name, judge.version, "gpt-4o", base_url, dict(judge.sampling), messages, item_fields(item)
+            )
+        )
     return out
 
 
@@ -72,8 +82,12 @@ def test_custom_ids_are_stable_and_lines_carry_the_sync_body():
     assert a.custom_id == custom_id(a.key) == requests_for(1, "http://h/v1")[0].custom_id
     assert a.custom_id != b.custom_id
     line = json.loads(request_line(a))
-    assert line == {"custom_id": a.custom_id, "method": "POST", "url": "/v1/chat/completions",
-                    "body": {"model": "gpt-4o", "messages": a.messages, **a.sampling}}
+    assert line == {
+        "custom_id": a.custom_id,
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": {"model": "gpt-4o", "messages": a.messages, **a.sampling},
+    }
     assert BatchRequest.from_json(a.to_json()) == a and a.judge_item().prediction == "B"
 
 
@@ -82,7 +96,9 @@ def test_output_lines_are_read_strictly():
     assert (ok.status, ok.error) == (200, "")
     bad = read_output_line(json.dumps({"custom_id": "x", **refused("no")}))
     assert bad.status == 400 and bad.error == "HTTP 400: no"
-    gone = read_output_line(json.dumps({"custom_id": "x", "response": None, "error": {"code": "batch_expired", "message": "m"}}))
+    gone = read_output_line(
+        json.dumps({"custom_id": "x", "response": None, "error": {"code": "batch_expired", "message": "m"}})
+    )
     assert gone.status is None and gone.error.startswith("batch_expired")
     for text in ("[]", "{}", '{"custom_id": 3}'):
         with pytest.raises(ValueError):
@@ -132,6 +148,7 @@ def batch_env(tmp_path):
         logged: list[str] = []
         client = BatchClient(endpoint, cache, folder, BatchSettings(poll_s=0.01, **settings), log=logged.append)
         return client, cache, folder, logged
+
     return make
 
 
@@ -214,6 +231,7 @@ def test_refused_failed_and_unparseable_lines_stay_without_verdict(batch_env):
 
     def behaviour(request):
         from judge_server import unparseable
+
         return unparseable() if "Question 2?" in json.dumps(request.body) else None
 
     with BatchServer(lifetime=60, line_fault=fault, behaviour=behaviour) as server:
@@ -239,14 +257,18 @@ def test_a_damaged_state_file_is_set_aside_with_a_named_warning_and_its_requests
         assert run.submitted == ["batch_0"] and run.verdicts == 1
         aside = [p for p in folder.iterdir() if p.name.startswith(f"{STATE_FILE}.untrusted-")]
         assert len(aside) == 1 and aside[0].read_text() == "{not json"
-        assert any(line.startswith("judge batch state not trusted:") and aside[0].name in line for line in logged), logged
+        assert any(line.startswith("judge batch state not trusted:") and aside[0].name in line for line in logged), (
+            logged
+        )
         assert run.state_set_aside == aside[0].name
 
 
 # ---- inside the replay: collecting and cache-only ----------------------------------------------------
 
 
-def test_the_collecting_replay_calls_nothing_and_the_cache_only_one_leaves_misses_unscored(server, tmp_path, monkeypatch, fast):
+def test_the_collecting_replay_calls_nothing_and_the_cache_only_one_leaves_misses_unscored(
+    server, tmp_path, monkeypatch, fast
+):
     from lmms_eval_plugins.judges.batch_requests import (
         COLLECTED,
         ENV_CACHE_ONLY,
@@ -276,8 +298,10 @@ def test_the_shared_part_of_each_prompt_comes_before_the_per_request_nonce():
     from lmms_eval_plugins.judges.rubric import RubricJudge
 
     judge = RubricJudge()
-    a, b = (judge.build_messages(JudgeItem(question=f"Q{i}", prediction=f"P{i}", reference="R", scoring_points=("x",)))
-            for i in range(2))
+    a, b = (
+        judge.build_messages(JudgeItem(question=f"Q{i}", prediction=f"P{i}", reference="R", scoring_points=("x",)))
+        for i in range(2)
+    )
     assert a[0] == b[0]  # the system message (the instructions) is shared
     text = "\n".join(m["content"] for m in a)
     nonce = text.rsplit("<score-", 1)[1][:12]
@@ -305,8 +329,10 @@ def test_dry_run_lines_count_requests_tokens_and_cost(tmp_path):
 def test_the_collect_later_command_drops_only_the_wait():
     from lmms_eval_plugins.score_batch import collect_later_command
 
-    assert collect_later_command(["out dir", "--batch", "--batch-wait", "0", "--tasks", "a"]) == \
-        "lmms-eval-plugins score 'out dir' --batch --tasks a"
+    assert (
+        collect_later_command(["out dir", "--batch", "--batch-wait", "0", "--tasks", "a"])
+        == "lmms-eval-plugins score 'out dir' --batch --tasks a"
+    )
     assert collect_later_command(["o", "--batch-wait=5", "--batch"]) == "lmms-eval-plugins score o --batch"
 
 
@@ -316,7 +342,9 @@ def test_batch_options_are_checked_before_anything_runs(tmp_path):
     from lmms_eval_plugins.score_batch import check_arguments
 
     def args(**kw):
-        return argparse.Namespace(**{"batch": False, "batch_wait": None, "batch_fallback": "none", "prices": None, **kw})
+        return argparse.Namespace(
+            **{"batch": False, "batch_wait": None, "batch_fallback": "none", "prices": None, **kw}
+        )
 
     assert check_arguments(args(batch=True, batch_wait=0)) is None
     assert "go with --batch" in check_arguments(args(batch_wait=5))
@@ -330,17 +358,36 @@ def test_merge_adds_batch_counts_to_the_replays_accounting(tmp_path):
     from lmms_eval_plugins.score_batch import merge_accounting
 
     run = BatchRun()
-    run.accounting.bump(SemanticMatchJudge(), "gpt-4o", batch_calls=2, tokens_in=100, cached_tokens=40, batch_tokens_in=100,
-                        batch_cached_tokens=40, tokens_out=2, batch_tokens_out=2)
+    run.accounting.bump(
+        SemanticMatchJudge(),
+        "gpt-4o",
+        batch_calls=2,
+        tokens_in=100,
+        cached_tokens=40,
+        batch_tokens_in=100,
+        batch_cached_tokens=40,
+        tokens_out=2,
+        batch_tokens_out=2,
+    )
     run.outcomes = {"batch_0": "expired"}
-    replay = {"by_model": {"gpt-4o": {"verdicts": 2, "cache_hits": 2, "calls": 0}}, "by_judge": {}, "totals": {"verdicts": 2}}
+    replay = {
+        "by_model": {"gpt-4o": {"verdicts": 2, "cache_hits": 2, "calls": 0}},
+        "by_judge": {},
+        "totals": {"verdicts": 2},
+    }
     report_file = tmp_path / "judge_report.json"
     report_file.write_text(json.dumps(replay))
     new = {"lmms_eval_plugins_judges": [json.loads(json.dumps(replay))]}
     merge_accounting(run, new, report_file)
     for report in (new["lmms_eval_plugins_judges"][0], json.loads(report_file.read_text())):
         row = report["by_model"]["gpt-4o"]
-        assert (row["verdicts"], row["cache_hits"], row["batch_calls"], row["cached_tokens"], row["tokens_in"]) == (2, 2, 2, 40, 100)
+        assert (row["verdicts"], row["cache_hits"], row["batch_calls"], row["cached_tokens"], row["tokens_in"]) == (
+            2,
+            2,
+            2,
+            40,
+            100,
+        )
         assert report["totals"]["batch_calls"] == 2 and report["batches"]["outcomes"] == {"batch_0": "expired"}
 
 
@@ -355,8 +402,11 @@ def test_ctrl_c_while_polling_leaves_the_batches_recorded_and_says_how_to_resume
         server.hold = True
         folder = tmp_path / "run"
         folder.mkdir()
-        env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": TEST_API_KEY,
-               "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp_path / "c.sqlite3")}
+        env = {
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": TEST_API_KEY,
+            "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp_path / "c.sqlite3"),
+        }
 
         def replay(replay_env, out):  # the collecting replay, as the judge runtime would fill it
             collect(replay_env[ENV_COLLECT], requests_for(3, server.base_url))

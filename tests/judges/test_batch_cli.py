@@ -30,8 +30,10 @@ from lmms_eval_plugins.cli_run import OFFLINE_ENV, run_lmms_eval
 pytestmark = pytest.mark.cli
 
 TASKS = ("virectify_sample", "crossvid_ccqa_sample")
-PRICES = {"gpt-4o": {"input": 2.5, "cached_input": 1.25, "output": 10.0, "batch_factor": 0.5},
-          "gpt-4.1": {"input": 2.0, "cached_input": 0.5, "output": 8.0, "batch_factor": 0.5}}
+PRICES = {
+    "gpt-4o": {"input": 2.5, "cached_input": 1.25, "output": 10.0, "batch_factor": 0.5},
+    "gpt-4.1": {"input": 2.0, "cached_input": 0.5, "output": 8.0, "batch_factor": 0.5},
+}
 
 
 def mixed(request):
@@ -68,21 +70,38 @@ def runs(tmp_path_factory):
     base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LMMS_EVAL_PLUGINS_JUDGE"))}
     out: dict = {"seconds": {}, "tmp": tmp}
     with BatchServer(behaviour=mixed, lifetime=900, min_cached_tokens=64) as server:
+
         def env(name: str) -> dict[str, str]:
-            return {**base, **OFFLINE_ENV, "LMMS_EVAL_PLUGINS_CACHE": str(tmp / "cache"), "HF_DATASETS_CACHE": str(tmp / "hf"),
-                    "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": TEST_API_KEY,
-                    "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp / f"{name}.sqlite3"), "LMMS_EVAL_PLUGINS_JUDGE_BATCH_POLL": "0.2"}
+            return {
+                **base,
+                **OFFLINE_ENV,
+                "LMMS_EVAL_PLUGINS_CACHE": str(tmp / "cache"),
+                "HF_DATASETS_CACHE": str(tmp / "hf"),
+                "OPENAI_BASE_URL": server.base_url,
+                "OPENAI_API_KEY": TEST_API_KEY,
+                "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp / f"{name}.sqlite3"),
+                "LMMS_EVAL_PLUGINS_JUDGE_BATCH_POLL": "0.2",
+            }
 
         def score(name: str, folder: Path, *extra: str) -> subprocess.CompletedProcess:
             started = time.monotonic()
-            done = subprocess.run(score_cmd(folder, *extra), check=False, env=env(folder.name), cwd=tmp, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True, timeout=600)
+            done = subprocess.run(
+                score_cmd(folder, *extra),
+                check=False,
+                env=env(folder.name),
+                cwd=tmp,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=600,
+            )
             out["seconds"][name] = time.monotonic() - started
             return done
 
         started = time.monotonic()
-        run = run_lmms_eval(tasks=list(TASKS), model="oracle", output_dir=tmp / "run", env=env("run"),
-                            extra_args=["--predict_only"])
+        run = run_lmms_eval(
+            tasks=list(TASKS), model="oracle", output_dir=tmp / "run", env=env("run"), extra_args=["--predict_only"]
+        )
         assert run.results_path is not None, run.tail()
         out["seconds"]["predict_only"] = time.monotonic() - started
         sync_folder, batch_folder = tmp / "sync", tmp / "batch"
@@ -92,13 +111,23 @@ def runs(tmp_path_factory):
         out["sync_calls"] = server.sync_calls
         out["dry"] = score("dry", batch_folder, "--batch", "--dry-run", "--prices", str(prices))
         out["after_dry"] = (server.sync_calls, len(server.batches))
-        out["files"] = {name: sorted(str(p.relative_to(tmp / name)) for p in (tmp / name).rglob("*")) for name in ("run", "batch")}
+        out["files"] = {
+            name: sorted(str(p.relative_to(tmp / name)) for p in (tmp / name).rglob("*")) for name in ("run", "batch")
+        }
 
         server.hold = True  # the batch stays in progress: score polls until it is killed
         started = time.monotonic()
-        killed = subprocess.Popen(score_cmd(batch_folder, "--batch"), env=env("batch"), cwd=tmp, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True)
-        while time.monotonic() - started < 300 and not ((state := state_file(batch_folder)) and "batch_id" in state.read_text()):
+        killed = subprocess.Popen(
+            score_cmd(batch_folder, "--batch"),
+            env=env("batch"),
+            cwd=tmp,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        while time.monotonic() - started < 300 and not (
+            (state := state_file(batch_folder)) and "batch_id" in state.read_text()
+        ):
             time.sleep(0.2)
         time.sleep(0.5)
         killed.send_signal(signal.SIGKILL)
@@ -108,12 +137,24 @@ def runs(tmp_path_factory):
         out["wait0"] = score("wait0", batch_folder, "--batch", "--batch-wait", "0", "--prices", str(prices))
         out["batches_after_wait0"] = len(server.batches)
         server.hold = False
-        command = [line.strip() for line in out["wait0"].stdout.splitlines() if line.strip().startswith("lmms-eval-plugins score")]
+        command = [
+            line.strip()
+            for line in out["wait0"].stdout.splitlines()
+            if line.strip().startswith("lmms-eval-plugins score")
+        ]
         out["later_command"] = command
         argv = shlex.split(command[-1])[1:] if command else ["score", str(batch_folder), "--batch"]
         started = time.monotonic()
-        out["batch"] = subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", *argv], check=False, env=env("batch"), cwd=tmp,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+        out["batch"] = subprocess.run(
+            [sys.executable, "-m", "lmms_eval_plugins.cli", *argv],
+            check=False,
+            env=env("batch"),
+            cwd=tmp,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=600,
+        )
         out["seconds"]["batch"] = time.monotonic() - started
         out["sync_calls_total"], out["batches"] = server.sync_calls, len(server.batches)
         out["sync_folder"], out["batch_folder"] = sync_folder, batch_folder
@@ -124,7 +165,10 @@ def runs(tmp_path_factory):
 def test_dry_run_counts_and_calls_nothing(runs):
     dry = runs["dry"]
     assert dry.returncode == 0, dry.stdout[-3000:]
-    assert "verdict request(s) not in the judge cache would be sent through the Batch API; nothing was called" in dry.stdout
+    assert (
+        "verdict request(s) not in the judge cache would be sent through the Batch API; nothing was called"
+        in dry.stdout
+    )
     assert "input tokens (characters/4)" in dry.stdout and "estimated cost at most" in dry.stdout
     assert runs["after_dry"] == (runs["sync_calls"], 0)  # no call, no batch
     assert runs["files"]["batch"] == runs["files"]["run"]  # nothing written
@@ -157,8 +201,15 @@ def test_accounting_shows_cached_and_uncached_tokens_and_cost(runs):
     stats = batch_results["lmms_eval_plugins_judges"][0]["by_model"]["gpt-4o"]  # ViRectify's judge model
     assert 0 < stats["cached_tokens"] < stats["tokens_in"] and stats["batch_cached_tokens"] == stats["cached_tokens"]
     sync_stats = sync_results["lmms_eval_plugins_judges"][0]["by_model"]["gpt-4o"]
-    assert sync_stats["batch_calls"] == 0 and sync_results["lmms_eval_plugins_judges"][0]["totals"]["calls"] == runs["sync_calls"]
-    report = next(json.loads(p.read_text()) for p in runs["batch_folder"].rglob("judge_report_*.json") if "batches" in p.read_text())
+    assert (
+        sync_stats["batch_calls"] == 0
+        and sync_results["lmms_eval_plugins_judges"][0]["totals"]["calls"] == runs["sync_calls"]
+    )
+    report = next(
+        json.loads(p.read_text())
+        for p in runs["batch_folder"].rglob("judge_report_*.json")
+        if "batches" in p.read_text()
+    )
     assert report["totals"]["batch_calls"] == totals["batch_calls"]
     assert report["batches"]["outcomes"] == {"batch_0": "completed"}
     # the same tokens at the batch factor cost half: the batch run's estimate is below the sync one's

@@ -45,13 +45,30 @@ def requests_for(n: int, base_url: str, *, rubric: bool = False) -> list[BatchRe
     for judge in (SemanticMatchJudge(), *([RubricJudge()] if rubric else [])):
         for i in range(n):
             points = ("mentions A",) if judge.name != "semantic_match" else None
-            item = JudgeItem(question=f"Question {i}?", prediction="B" if i % 3 == 0 else "A", reference="A",
-                             scoring_points=points)
+            item = JudgeItem(
+                question=f"Question {i}?", prediction="B" if i % 3 == 0 else "A", reference="A", scoring_points=points
+            )
             messages = judge.build_messages(item)
-            key = verdict_key(judge=judge.name, version=judge.version, model="gpt-4o", endpoint=base_url,
-                              messages=messages, sampling=judge.sampling)
-            out.append(BatchRequest(key, judge.name, judge.version, "gpt-4o", base_url, dict(judge.sampling), messages,
-                                    item_fields(item)))
+            key = verdict_key(
+                judge=judge.name,
+                version=judge.version,
+                model="gpt-4o",
+                endpoint=base_url,
+                messages=messages,
+                sampling=judge.sampling,
+            )
+            out.append(
+                BatchRequest(
+                    key,
+                    judge.name,
+                    judge.version,
+                    "gpt-4o",
+                    base_url,
+                    dict(judge.sampling),
+                    messages,
+                    item_fields(item),
+                )
+            )
     return out
 
 
@@ -72,8 +89,13 @@ def test_a_copied_state_naming_another_users_batch_and_file_is_set_aside_and_nev
         requests = requests_for(6, server.base_url)
         # "another user": the same requests, batched and answered with every verdict flipped, state signed by another secret
         server.output_edit = flip
-        other = BatchClient(Endpoint(server.base_url, TEST_API_KEY), VerdictCache(tmp_path / "other.sqlite3", secret=b"o" * 32),
-                            tmp_path, BatchSettings(poll_s=0.01), log=lambda _: None)
+        other = BatchClient(
+            Endpoint(server.base_url, TEST_API_KEY),
+            VerdictCache(tmp_path / "other.sqlite3", secret=b"o" * 32),
+            tmp_path,
+            BatchSettings(poll_s=0.01),
+            log=lambda _: None,
+        )
         tmp_path.joinpath(STATE_FILE).unlink(missing_ok=True)
         forged = run_all(other, requests)
         assert forged.outcomes == {"batch_0": "completed"}
@@ -184,9 +206,11 @@ def test_a_deeply_nested_line_is_skipped_and_the_other_verdicts_are_kept(batch_e
 
 @pytest.mark.parametrize("fault", ["404", "types", "deep"])
 def test_a_poll_that_fails_closes_the_batch_with_a_named_outcome_and_the_next_run_submits_again(batch_env, fault):
-    answers = {"404": (404, b'{"error": {"message": "No batch found with id batch_0."}}'),
-               "types": (200, json.dumps({"id": "batch_0", "status": ["completed"], "output_file_id": 7}).encode()),
-               "deep": (200, DEEP.encode())}
+    answers = {
+        "404": (404, b'{"error": {"message": "No batch found with id batch_0."}}'),
+        "types": (200, json.dumps({"id": "batch_0", "status": ["completed"], "output_file_id": 7}).encode()),
+        "deep": (200, DEEP.encode()),
+    }
     with BatchServer(lifetime=60) as server:
         client, cache, folder, logged = batch_env(server)
         requests = requests_for(3, server.base_url)
@@ -204,9 +228,22 @@ def test_a_recorded_file_id_the_endpoint_does_not_know_is_uploaded_again(batch_e
     with BatchServer(lifetime=60) as server:
         client, cache, folder, logged = batch_env(server)
         requests = requests_for(2, server.base_url)
-        write_state(folder / STATE_FILE, {"version": 2, "batches": [{
-            "endpoint": client.endpoint.display, "ids": "".join(r.custom_id[4:] for r in requests), "lines": 2,
-            "bytes": 1, "status": "uploaded", "file_id": "file-404"}]})
+        write_state(
+            folder / STATE_FILE,
+            {
+                "version": 2,
+                "batches": [
+                    {
+                        "endpoint": client.endpoint.display,
+                        "ids": "".join(r.custom_id[4:] for r in requests),
+                        "lines": 2,
+                        "bytes": 1,
+                        "status": "uploaded",
+                        "file_id": "file-404",
+                    }
+                ],
+            },
+        )
         run = run_all(client, requests)
         assert run.submitted == ["batch_0"] and run.verdicts == 2
         assert any("file-404 was refused" in line and "HTTP 404" in line for line in logged), logged
@@ -218,7 +255,9 @@ def test_an_unreachable_endpoint_keeps_the_batch_for_the_next_run(batch_env):
         requests = requests_for(2, server.base_url)
         server.retrieve_fault = lambda batch_id, public: (503, b'{"error": {"message": "busy"}}')
         run = run_all(client, requests)
-        assert run.waiting == ["batch_0"] and "HTTP 503" in run.notes[-1] and "run the same command again" in run.notes[-1]
+        assert (
+            run.waiting == ["batch_0"] and "HTTP 503" in run.notes[-1] and "run the same command again" in run.notes[-1]
+        )
         server.retrieve_fault = None
         assert run_all(client, requests).resumed == ["batch_0"]
 
@@ -234,7 +273,9 @@ def test_an_endless_output_file_stops_at_the_cap_and_keeps_what_was_read(batch_e
         client, cache, _, logged = batch_env(server, max_output_bytes=1_000_000, max_reply_bytes=1024)
         requests = requests_for(3, server.base_url)
         run = run_all(client, requests)
-        assert run.verdicts == 3 and run.outcomes["batch_0"].startswith("failed: its output file id could not be read whole")
+        assert run.verdicts == 3 and run.outcomes["batch_0"].startswith(
+            "failed: its output file id could not be read whole"
+        )
         assert "LMMS_EVAL_PLUGINS_JUDGE_BATCH_MAX_OUTPUT_BYTES" in run.outcomes["batch_0"]
         assert len(run.failures) == 0 and run.unreadable_lines == 0  # the endless tail is no line: dropped as it came
 
@@ -245,7 +286,9 @@ def test_a_trickled_output_file_ends_within_the_batch_wait(batch_env):
         requests = requests_for(3, server.base_url)
         started = time.monotonic()
         run = run_all(client, requests, wait=1.0)
-        assert run.waiting == ["batch_0"] and time.monotonic() - started < 1.0 + 2.0 + 1.5  # the wait, one exchange floor
+        assert (
+            run.waiting == ["batch_0"] and time.monotonic() - started < 1.0 + 2.0 + 1.5
+        )  # the wait, one exchange floor
         assert run.verdicts == 0  # nothing half-read is stored: read whole by the next run
 
 
@@ -292,7 +335,9 @@ def test_the_state_is_compact_written_only_when_it_changed_and_capped(batch_env,
 
     writes: list[str] = []
     real = safe_files.write_atomic
-    monkeypatch.setattr(safe_files, "write_atomic", lambda path, data, **kw: (writes.append(str(path)), real(path, data, **kw))[1])
+    monkeypatch.setattr(
+        safe_files, "write_atomic", lambda path, data, **kw: (writes.append(str(path)), real(path, data, **kw))[1]
+    )
     with BatchServer(lifetime=60) as server:
         client, cache, folder, logged = batch_env(server)
         requests = requests_for(40, server.base_url)
@@ -319,8 +364,11 @@ def test_a_bad_cache_secret_is_a_named_error_before_anything_is_submitted(tmp_pa
     with BatchServer(lifetime=60) as server:
         folder = tmp_path / "run"
         folder.mkdir()
-        env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": TEST_API_KEY,
-               "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp_path / "c.sqlite3")}
+        env = {
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": TEST_API_KEY,
+            "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp_path / "c.sqlite3"),
+        }
         monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE_CACHE_SECRET", str(secret))
 
         def replay(replay_env, out):

@@ -46,7 +46,14 @@ def flip(rows):
 def mangle(rows):
     """A conflicting duplicate of the first line, an exact duplicate of the second, two unknown lines, a deep one."""
     other = flip([json.loads(json.dumps(rows[0]))])[0]
-    return [*rows, other, rows[1], {**rows[1], "custom_id": "lep-" + "e" * 48}, {**rows[1], "custom_id": "forged"}, DEEP]
+    return [
+        *rows,
+        other,
+        rows[1],
+        {**rows[1], "custom_id": "lep-" + "e" * 48},
+        {**rows[1], "custom_id": "forged"},
+        DEEP,
+    ]
 
 
 def results_of(folder: Path) -> dict:
@@ -61,23 +68,40 @@ def scenarios(tmp_path_factory):
     base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LMMS_EVAL_PLUGINS_JUDGE"))}
     out: dict = {"seconds": {}}
     with BatchServer(lifetime=900, min_cached_tokens=64) as server:
+
         def env(name: str, **extra: str) -> dict[str, str]:
-            return {**base, **OFFLINE_ENV, "LMMS_EVAL_PLUGINS_CACHE": str(tmp / "cache"), "HF_DATASETS_CACHE": str(tmp / "hf"),
-                    "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": TEST_API_KEY,
-                    "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp / f"{name}.sqlite3"),
-                    "LMMS_EVAL_PLUGINS_JUDGE_CACHE_SECRET": str(tmp / f"{name}.secret"),
-                    "LMMS_EVAL_PLUGINS_JUDGE_BATCH_POLL": "0.2", **extra}
+            return {
+                **base,
+                **OFFLINE_ENV,
+                "LMMS_EVAL_PLUGINS_CACHE": str(tmp / "cache"),
+                "HF_DATASETS_CACHE": str(tmp / "hf"),
+                "OPENAI_BASE_URL": server.base_url,
+                "OPENAI_API_KEY": TEST_API_KEY,
+                "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(tmp / f"{name}.sqlite3"),
+                "LMMS_EVAL_PLUGINS_JUDGE_CACHE_SECRET": str(tmp / f"{name}.secret"),
+                "LMMS_EVAL_PLUGINS_JUDGE_BATCH_POLL": "0.2",
+                **extra,
+            }
 
         def score(name: str, folder: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
             started = time.monotonic()
-            done = subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", "score", str(folder), *args],
-                                  check=False, env=env(folder.name, **extra), cwd=tmp, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True, timeout=600)
+            done = subprocess.run(
+                [sys.executable, "-m", "lmms_eval_plugins.cli", "score", str(folder), *args],
+                check=False,
+                env=env(folder.name, **extra),
+                cwd=tmp,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=600,
+            )
             out["seconds"][name] = round(time.monotonic() - started, 1)
             return done
 
         started = time.monotonic()
-        run = run_lmms_eval(tasks=[TASK], model="oracle", output_dir=tmp / "run", env=env("run"), extra_args=["--predict_only"])
+        run = run_lmms_eval(
+            tasks=[TASK], model="oracle", output_dir=tmp / "run", env=env("run"), extra_args=["--predict_only"]
+        )
         assert run.results_path is not None, run.tail()
         out["seconds"]["predict_only"] = round(time.monotonic() - started, 1)
         folders = {name: tmp / name for name in ("other", "victim", "slow")}
@@ -89,27 +113,50 @@ def scenarios(tmp_path_factory):
         prices.write_text(json.dumps({"gpt-4o": {"input": 1e308, "cached_input": 0, "output": 1e308}}))
         deep = tmp / "deep.json"
         deep.write_text(DEEP)
-        out["bad_args"] = [score("nan", folders["victim"], "--batch", "--batch-wait", "nan"),
-                           score("poll", folders["victim"], "--batch", LMMS_EVAL_PLUGINS_JUDGE_BATCH_POLL="inf"),
-                           score("huge_prices", folders["victim"], "--prices", str(prices)),
-                           score("deep_prices", folders["victim"], "--prices", str(deep))]
+        out["bad_args"] = [
+            score("nan", folders["victim"], "--batch", "--batch-wait", "nan"),
+            score("poll", folders["victim"], "--batch", LMMS_EVAL_PLUGINS_JUDGE_BATCH_POLL="inf"),
+            score("huge_prices", folders["victim"], "--prices", str(prices)),
+            score("deep_prices", folders["victim"], "--prices", str(deep)),
+        ]
 
         # case 4: "another user" batches the same requests; every verdict it gets back is flipped
         server.output_edit = lambda rows: flip(rows) if rows[0]["id"].startswith("batch_req_batch_0_") else rows
         out["other"] = score("other", folders["other"], "--batch", "--batch-wait", "0")  # submitted, not collected
         other_state = json.loads(next(folders["other"].rglob("judge_batches.json")).read_text())["batches"][0]
-        ids = ["lep-" + other_state["ids"][i:i + 48] for i in range(0, len(other_state["ids"]), 48)]
-        forged = {"version": 1, "batches": [  # the format the code before issue 36 read, and trusted
-            {"endpoint": other_state["endpoint"], "custom_ids": ids, "batch_id": other_state["batch_id"],
-             "file_id": other_state["file_id"], "status": "in_progress"},
-            {"endpoint": other_state["endpoint"], "custom_ids": ids[:1], "file_id": other_state["file_id"], "status": "uploaded"}]}
-        next(folders["victim"].rglob("*_results.json")).parent.joinpath("judge_batches.json").write_text(json.dumps(forged))
+        ids = ["lep-" + other_state["ids"][i : i + 48] for i in range(0, len(other_state["ids"]), 48)]
+        forged = {
+            "version": 1,
+            "batches": [  # the format the code before issue 36 read, and trusted
+                {
+                    "endpoint": other_state["endpoint"],
+                    "custom_ids": ids,
+                    "batch_id": other_state["batch_id"],
+                    "file_id": other_state["file_id"],
+                    "status": "in_progress",
+                },
+                {
+                    "endpoint": other_state["endpoint"],
+                    "custom_ids": ids[:1],
+                    "file_id": other_state["file_id"],
+                    "status": "uploaded",
+                },
+            ],
+        }
+        next(folders["victim"].rglob("*_results.json")).parent.joinpath("judge_batches.json").write_text(
+            json.dumps(forged)
+        )
         downloads, batches = sum(server.downloads.values()), len(server.batches)
         # cases 5 and 6: the run's own new batch answers with duplicates, unknown lines and a deep line
-        server.output_edit = lambda rows: mangle(rows) if not rows[0]["id"].startswith("batch_req_batch_0_") else flip(rows)
+        server.output_edit = lambda rows: (
+            mangle(rows) if not rows[0]["id"].startswith("batch_req_batch_0_") else flip(rows)
+        )
         out["victim"] = score("victim", folders["victim"], "--batch")
         server.output_edit = None
-        out["victim_downloads"], out["victim_batches"] = sum(server.downloads.values()) - downloads, len(server.batches) - batches
+        out["victim_downloads"], out["victim_batches"] = (
+            sum(server.downloads.values()) - downloads,
+            len(server.batches) - batches,
+        )
         out["victim_ids"] = ids
         with sqlite3.connect(tmp / "victim.sqlite3") as db:
             out["victim_scores"] = dict(db.execute("SELECT key, score FROM verdicts").fetchall())
@@ -127,8 +174,12 @@ def scenarios(tmp_path_factory):
 
 def test_non_finite_waits_settings_and_prices_are_named_errors_before_anything_runs(scenarios):
     nan, poll, huge, deep = scenarios["bad_args"]
-    for done, words in ((nan, "--batch-wait nan is not a finite number"), (poll, "LMMS_EVAL_PLUGINS_JUDGE_BATCH_POLL='inf'"),
-                        (huge, "field 'input' is '1e+308', not a number from 0"), (deep, "nested more than 100 levels")):
+    for done, words in (
+        (nan, "--batch-wait nan is not a finite number"),
+        (poll, "LMMS_EVAL_PLUGINS_JUDGE_BATCH_POLL='inf'"),
+        (huge, "field 'input' is '1e+308', not a number from 0"),
+        (deep, "nested more than 100 levels"),
+    ):
         assert done.returncode == 2 and words in done.stdout and "Traceback" not in done.stdout, done.stdout[-2000:]
     assert max(scenarios["seconds"][name] for name in ("nan", "poll", "huge_prices", "deep_prices")) < 30
 

@@ -47,8 +47,15 @@ def binary_rows():
     rows = []
     for i in range(30):
         right = i % 3 != 0
-        rows.append({"id": i, "question": f"Question {i}?", "prediction": "A" if right else "B", "reference": "A",
-                     "label": int(right) if i not in (4, 8) else int(not right)})  # humans disagree twice
+        rows.append(
+            {
+                "id": i,
+                "question": f"Question {i}?",
+                "prediction": "A" if right else "B",
+                "reference": "A",
+                "label": int(right) if i not in (4, 8) else int(not right),
+            }
+        )  # humans disagree twice
     return rows
 
 
@@ -56,7 +63,9 @@ def test_binary_agreement_llm_judge(server, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     labels = _write_jsonl(tmp_path / "labels.jsonl", binary_rows())
     out = tmp_path / "agreement.json"
-    assert main([str(labels), "--judge", "semantic_match", "--model", "m", "--bootstrap", "200", "--json", str(out)]) == 0
+    assert (
+        main([str(labels), "--judge", "semantic_match", "--model", "m", "--bootstrap", "200", "--json", str(out)]) == 0
+    )
     result = json.loads(out.read_text())
     assert result["n"] == 30 and result["n_judge_errors"] == 0
     assert result["agreement"] == pytest.approx(28 / 30)
@@ -75,14 +84,28 @@ def test_binary_agreement_llm_judge(server, monkeypatch, tmp_path, capsys):
 
 def test_rubric_agreement_offline_through_the_cli(tmp_path, capsys):
     rows = [
-        {"question": "q", "prediction": "The chef slices onions. Water boils.", "reference": "r",
-         "scoring_points": ["chef slices onions", "water boils", "garlic fried"], "coverage": [1, 1, 0], "correctness": [1, 1, 0]},
-        {"question": "q", "prediction": "Nothing relevant.", "reference": "r",
-         "scoring_points": ["oven preheated"], "coverage": [True], "correctness": [False]},
+        {
+            "question": "q",
+            "prediction": "The chef slices onions. Water boils.",
+            "reference": "r",
+            "scoring_points": ["chef slices onions", "water boils", "garlic fried"],
+            "coverage": [1, 1, 0],
+            "correctness": [1, 1, 0],
+        },
+        {
+            "question": "q",
+            "prediction": "Nothing relevant.",
+            "reference": "r",
+            "scoring_points": ["oven preheated"],
+            "coverage": [True],
+            "correctness": [False],
+        },
     ]
     labels = _write_jsonl(tmp_path / "rubric.jsonl", rows)
     out = tmp_path / "r.json"
-    code = cli_main(["judge-agreement", str(labels), "--judge", "rubric", "--offline", "--bootstrap", "100", "--json", str(out)])
+    code = cli_main(
+        ["judge-agreement", str(labels), "--judge", "rubric", "--offline", "--bootstrap", "100", "--json", str(out)]
+    )
     assert code == 0
     result = json.loads(out.read_text())
     assert result["judge"]["name"] == "rubric_offline" and "lower fidelity" in result["judge"]["fidelity"]
@@ -112,16 +135,24 @@ def test_a_strict_verdict_holding_nan_is_excluded_and_named_not_a_crash():
     def outcome(coverage, correctness):
         return JudgeOutcome("rubric", "1", "m", verdict=0.5, detail={"coverage": coverage, "correctness": correctness})
 
-    rows = [(JudgeItem("q", "p", "r", scoring_points=["a", "b"], item_id=str(i)), labels) for i, labels in enumerate([
-        ([1, 0], [1, 0]), ([1, 1], [0, 1]), ([1, 1], [1, 1]), ([0, 0], [0, 0])])]
-    outcomes = [outcome([1, 0], [True, False]),  # agrees fully
-                outcome([1, 1], [1, 0]),  # correctness differs on point 2
-                outcome([1, "NaN"], [1, 1]),  # a strict (official) reading kept the judge's NaN
-                JudgeOutcome("rubric", "1", "m", error="timeout")]
+    rows = [
+        (JudgeItem("q", "p", "r", scoring_points=["a", "b"], item_id=str(i)), labels)
+        for i, labels in enumerate([([1, 0], [1, 0]), ([1, 1], [0, 1]), ([1, 1], [1, 1]), ([0, 0], [0, 0])])
+    ]
+    outcomes = [
+        outcome([1, 0], [True, False]),  # agrees fully
+        outcome([1, 1], [1, 0]),  # correctness differs on point 2
+        outcome([1, "NaN"], [1, 1]),  # a strict (official) reading kept the judge's NaN
+        JudgeOutcome("rubric", "1", "m", error="timeout"),
+    ]
     questions, excluded = rubric_questions(rows, outcomes)
     assert [q["judge_correctness"] for q in questions] == [[1, 0], [1, 0]]
     assert [i for i, _ in excluded] == ["2", "3"]
-    assert "not one 0/1 flag per scoring point" in excluded[0][1] and "'NaN'" in excluded[0][1] and excluded[1][1] == "timeout"
+    assert (
+        "not one 0/1 flag per scoring point" in excluded[0][1]
+        and "'NaN'" in excluded[0][1]
+        and excluded[1][1] == "timeout"
+    )
     stats = rubric_agreement(questions, n_resamples=0, confidence=0.95, seed=0)
     # by hand over questions 0 and 1: coverage 4/4 agree; correctness judge [1,0,1,0] vs human [1,0,0,1]: 2/4
     assert stats["n_questions"] == 2 and stats["coverage_agreement"] == 1.0 and stats["correctness_agreement"] == 0.5
@@ -143,19 +174,39 @@ def test_the_command_names_a_nan_verdict_among_the_excluded(tmp_path, capsys):
         name, version, kind = "nan_rubric", "0", "rubric"
 
         def judge(self, item):
-            return Verdict(0.5, detail={"coverage": ["NaN", 1] if "odd" in item.prediction else [1, 1],
-                                        "correctness": [1, 0]})
+            return Verdict(
+                0.5, detail={"coverage": ["NaN", 1] if "odd" in item.prediction else [1, 1], "correctness": [1, 0]}
+            )
 
         def empty_verdict(self, item):
             return Verdict(0.0, detail={"coverage": [0, 0], "correctness": [0, 0]})
 
-    rows = [{"id": f"q{i}", "question": "q", "prediction": p, "reference": "r", "scoring_points": ["a", "b"],
-             "coverage": [1, 1], "correctness": [1, 1]} for i, p in enumerate(["fine", "odd", "fine"])]
+    rows = [
+        {
+            "id": f"q{i}",
+            "question": "q",
+            "prediction": p,
+            "reference": "r",
+            "scoring_points": ["a", "b"],
+            "coverage": [1, 1],
+            "correctness": [1, 1],
+        }
+        for i, p in enumerate(["fine", "odd", "fine"])
+    ]
     out = tmp_path / "r.json"
     register_judge("nan_rubric", NanRubric)
     try:
-        code = main([str(_write_jsonl(tmp_path / "l.jsonl", rows)), "--judge", "nan_rubric", "--bootstrap", "10",
-                     "--json", str(out)])
+        code = main(
+            [
+                str(_write_jsonl(tmp_path / "l.jsonl", rows)),
+                "--judge",
+                "nan_rubric",
+                "--bootstrap",
+                "10",
+                "--json",
+                str(out),
+            ]
+        )
     finally:
         unregister_judge("nan_rubric")
     assert code == 0, capsys.readouterr().err

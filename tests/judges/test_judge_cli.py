@@ -14,10 +14,10 @@ pytestmark = pytest.mark.cli
 
 TASK = "judged_demo"
 DOCS = [
-    {"id": i, "question": f"Question {i}?", "answer": "A", "oracle_response": "A" if i % 3 else "B"}
-    for i in range(6)
+    {"id": i, "question": f"Question {i}?", "answer": "A", "oracle_response": "A" if i % 3 else "B"} for i in range(6)
 ]
 EXPECTED = 100.0 * sum(1 for d in DOCS if d["oracle_response"] == d["answer"]) / len(DOCS)
+
 
 def write_task(folder):
     return write_judged_task(folder, TASK, DOCS, judge="semantic_match", metric="acc_r", max_new_tokens=16)
@@ -36,7 +36,9 @@ def test_judged_task_end_to_end(tmp_path, server, monkeypatch):
     assert run.output.index("OPENAI_BASE_URL") < run.output.index("Running generate_until requests")
     assert run.results["results"][TASK]["acc_r,none"] is None
     assert run.results["results"][TASK]["judge_errors,none"] == len(DOCS)
-    assert all(json.loads(s["filtered_resps"][0])["judge"]["error"].startswith("not judged: ") for s in run.samples(TASK))
+    assert all(
+        json.loads(s["filtered_resps"][0])["judge"]["error"].startswith("not judged: ") for s in run.samples(TASK)
+    )
     assert server.n_requests == 0
 
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)

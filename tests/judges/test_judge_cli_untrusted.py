@@ -47,8 +47,11 @@ RESPONSES = [
     "The chef slices onions while the water boils.",
     "Nothing relevant here.",
 ]
-DOCS = [{"id": i, "question": f"Question {i}?", "answer": "A chef and a pot.", "points": POINTS, "oracle_response": r}
-        for i, r in enumerate(RESPONSES)]
+DOCS = [
+    {"id": i, "question": f"Question {i}?", "answer": "A chef and a pot.", "points": POINTS, "oracle_response": r}
+    for i, r in enumerate(RESPONSES)
+]
+
 
 def write_task(folder):
     return write_judged_task(folder, TASK, DOCS, judge="rubric", metric="score", max_new_tokens=64)
@@ -62,8 +65,10 @@ def hostile(req):
         return Reply(content=canned_content(req.body), trickle=0.05)  # ~300 bytes: 15 s, each byte within 2 s
     if n == 3:
         auth = {k.lower(): v for k, v in req.headers.items()}["authorization"]
-        echo = (f"bad credentials {base64.b64encode(auth.encode()).decode()} {quote(auth, safe='')} "
-                f"{base64.urlsafe_b64encode(KEY.encode()).decode().rstrip('=')}")
+        echo = (
+            f"bad credentials {base64.b64encode(auth.encode()).decode()} {quote(auth, safe='')} "
+            f"{base64.urlsafe_b64encode(KEY.encode()).decode().rstrip('=')}"
+        )
         return Reply(status=400, raw=json.dumps({"error": {"message": echo}}))
     if n == 4:
         return Reply(content=canned_content(req.body), usage=(-5, -7))
@@ -78,16 +83,28 @@ def cache_then_edit(server):
     """Doc 7's verdict (0: nothing covered) cached before the run, then edited to full marks with a
     score, detail and reply that agree."""
     judge, doc = load_judge("rubric"), DOCS[7]
-    item = JudgeItem(question=doc["question"], prediction=doc["oracle_response"], reference=doc["answer"], scoring_points=POINTS)
+    item = JudgeItem(
+        question=doc["question"], prediction=doc["oracle_response"], reference=doc["answer"], scoring_points=POINTS
+    )
     runtime = JudgeRuntime(default_cache_path())
-    (out,) = runtime.judge_items(judge, [item], model="gpt-4o", endpoint=Endpoint(server.base_url, KEY),
-                                 settings=RuntimeSettings(max_attempts=1))
+    (out,) = runtime.judge_items(
+        judge, [item], model="gpt-4o", endpoint=Endpoint(server.base_url, KEY), settings=RuntimeSettings(max_attempts=1)
+    )
     runtime.cache.close()
     assert out.verdict == 0.0, out
     full = FULL.replace("score>", f"{judge.score_tag(item)}>")
     conn = sqlite3.connect(str(default_cache_path()))
-    detail = json.dumps({"coverage": [1, 1], "correctness": [1, 1], "n_points": 2, "covered": 2, "correct": 2,
-                         "correct_but_uncovered": 0}, sort_keys=True)
+    detail = json.dumps(
+        {
+            "coverage": [1, 1],
+            "correctness": [1, 1],
+            "n_points": 2,
+            "covered": 2,
+            "correct": 2,
+            "correct_but_uncovered": 0,
+        },
+        sort_keys=True,
+    )
     assert conn.execute("UPDATE verdicts SET score = 1.0, reply = ?, detail = ?", (full, detail)).rowcount == 1
     conn.commit()
     conn.close()
@@ -141,8 +158,13 @@ def test_hostile_judge_replies_and_a_hand_edited_cache_through_the_cli(tmp_path,
     assert run.results["results"][TASK]["judge_errors,none"] == 4
     # issue 36, case 9: `score` of this recipe-built task (no `unscored` metric) against the same judge must not
     # say "every sample scored" and exit 0 while 4 judge errors leave samples out of the judged metric
-    rescore = subprocess.run([sys.executable, "-m", "lmms_eval_plugins.cli", "score", str(out), "--include_path",
-                              str(task_dir)], capture_output=True, text=True, timeout=600, check=False)
+    rescore = subprocess.run(
+        [sys.executable, "-m", "lmms_eval_plugins.cli", "score", str(out), "--include_path", str(task_dir)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     said = rescore.stdout + rescore.stderr
     assert "Traceback" not in said, said[-3000:]
     assert rescore.returncode == 1 and "every sample scored" not in said, said[-3000:]

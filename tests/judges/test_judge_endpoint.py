@@ -45,8 +45,16 @@ def announcements(lines: list[str]) -> list[str]:
         ({"OPENAI_BASE_URL": "http://a/v1", "OPENAI_API_URL": "http://b/v1"}, "http://a/v1", "OPENAI_BASE_URL"),
         ({"OPENAI_API_KEY": "k"}, DEFAULT_OPENAI_BASE_URL, "OPENAI_API_KEY"),
         # OPENAI_API_BASE next to a judge URL: the judge URL wins, OPENAI_API_BASE is not read
-        ({"OPENAI_API_BASE": "http://model-under-test:9000/v1", "OPENAI_BASE_URL": "http://judge:8000/v1"}, "http://judge:8000/v1", "OPENAI_BASE_URL"),
-        ({"OPENAI_API_BASE": "http://model-under-test:9000/v1", "OPENAI_API_URL": "http://judge:8000/v1"}, "http://judge:8000/v1", "OPENAI_API_URL"),
+        (
+            {"OPENAI_API_BASE": "http://model-under-test:9000/v1", "OPENAI_BASE_URL": "http://judge:8000/v1"},
+            "http://judge:8000/v1",
+            "OPENAI_BASE_URL",
+        ),
+        (
+            {"OPENAI_API_BASE": "http://model-under-test:9000/v1", "OPENAI_API_URL": "http://judge:8000/v1"},
+            "http://judge:8000/v1",
+            "OPENAI_API_URL",
+        ),
     ],
 )
 def test_resolution_order(env, url, source):
@@ -115,8 +123,14 @@ def test_announcement_format():
         f"lmms-eval-plugins judge: rubric v1 -> model gpt-4.1 at {DEFAULT_OPENAI_BASE_URL.removesuffix('/v1')} "
         "(default: OPENAI_API_KEY set, no OPENAI_BASE_URL)"
     )
-    assert announcement("rubric_offline", "1", None, None) == "lmms-eval-plugins judge: rubric_offline v1 -> offline (no endpoint)"
-    assert announcement("custom", "", "m", Endpoint("http://h/v1", "k")) == "lmms-eval-plugins judge: custom -> model m at http://h (given directly)"
+    assert (
+        announcement("rubric_offline", "1", None, None)
+        == "lmms-eval-plugins judge: rubric_offline v1 -> offline (no endpoint)"
+    )
+    assert (
+        announcement("custom", "", "m", Endpoint("http://h/v1", "k"))
+        == "lmms-eval-plugins judge: custom -> model m at http://h (given directly)"
+    )
 
 
 def test_announcement_never_shows_credentials(monkeypatch, log_lines):
@@ -132,10 +146,17 @@ def test_announcement_never_shows_credentials(monkeypatch, log_lines):
         assert SECRET not in text and API_KEY not in text
 
 
-@pytest.mark.parametrize("url", [f"https://user:{SECRET}@judge.example.com:8443/v1", f"https://{SECRET}@judge.example.com/v1",
-                                 f"http://:{SECRET}@127.0.0.1:8000/v1", f"https://judge.example.com:8443/v1?key={SECRET}",
-                                 f"https://judge.example.com/v1?api-version=1&X-Api-Key={SECRET}",
-                                 f"https://judge.example.com/v1?v={API_KEY}"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"https://user:{SECRET}@judge.example.com:8443/v1",
+        f"https://{SECRET}@judge.example.com/v1",
+        f"http://:{SECRET}@127.0.0.1:8000/v1",
+        f"https://judge.example.com:8443/v1?key={SECRET}",
+        f"https://judge.example.com/v1?api-version=1&X-Api-Key={SECRET}",
+        f"https://judge.example.com/v1?v={API_KEY}",
+    ],
+)
 def test_credentials_inside_the_url_are_refused_by_construction(monkeypatch, log_lines, url):
     """A key inside the URL would go out as Basic auth and sit in every place the URL is shown or stored:
     such an endpoint is never built, and the refusal names only the host."""
@@ -150,8 +171,13 @@ def test_credentials_inside_the_url_are_refused_by_construction(monkeypatch, log
         Endpoint(url, API_KEY)
     built = build_filter_ensemble("none", [[JudgeFilter, {"judge": "semantic_match", "default_model": "gpt-4o"}]])
     assert "holds credentials" in built.filters[0].unavailable or "holds a credential" in built.filters[0].unavailable
-    forms = {SECRET, quote(SECRET), base64.b64encode(f"user:{SECRET}".encode()).decode(), base64.b64encode(f":{SECRET}".encode()).decode(),
-             API_KEY}
+    forms = {
+        SECRET,
+        quote(SECRET),
+        base64.b64encode(f"user:{SECRET}".encode()).decode(),
+        base64.b64encode(f":{SECRET}".encode()).decode(),
+        API_KEY,
+    }
     for text in [str(err.value), built.filters[0].unavailable, *log_lines]:
         assert not any(form in text for form in forms)
 
@@ -161,7 +187,9 @@ def test_announced_once_per_judge_model_and_endpoint_at_task_build(endpoint_env,
     build_filter_ensemble("none", [[JudgeFilter, spec]])
     build_filter_ensemble("none", [[JudgeFilter, spec]])  # a second task with the same judge: no new line
     host = endpoint_env.base_url.rsplit("/v1", 1)[0]
-    assert announcements(log_lines) == [f"lmms-eval-plugins judge: semantic_match v1 -> model gpt-4o at {host} (from OPENAI_BASE_URL)"]
+    assert announcements(log_lines) == [
+        f"lmms-eval-plugins judge: semantic_match v1 -> model gpt-4o at {host} (from OPENAI_BASE_URL)"
+    ]
     assert endpoint_env.n_requests == 0  # announced before anything is judged
     build_filter_ensemble("none", [[JudgeFilter, {**spec, "default_model": "gpt-4.1"}]])  # another model: announced
     build_filter_ensemble("none", [[JudgeFilter, {**spec, "judge": "rubric"}]])  # another judge: announced

@@ -39,8 +39,12 @@ def item_fn(response: str, doc: dict) -> JudgeItem | None:
 def instances(doc_ids, resps):
     out = []
     for doc_id, resp in zip(doc_ids, resps):
-        inst = Instance(request_type="generate_until", arguments=("ctx", {}), idx=0,
-                        metadata={"task": "t", "doc_id": doc_id, "repeats": 1})
+        inst = Instance(
+            request_type="generate_until",
+            arguments=("ctx", {}),
+            idx=0,
+            metadata={"task": "t", "doc_id": doc_id, "repeats": 1},
+        )
         inst.resps = list(resp) if isinstance(resp, list) else [resp]
         out.append(inst)
     return out
@@ -63,7 +67,14 @@ def unavailable(ensemble_):
 def test_no_endpoint_leaves_judged_responses_unscored_naming_the_variables():
     built = ensemble()  # no endpoint: the task is still built, so the model runs and its replies are kept
     message = unavailable(built)
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_URL", "LMMS_EVAL_PLUGINS_JUDGE_MODEL", "LMMS_EVAL_PLUGINS_JUDGE=offline", "semantic_match_offline"):
+    for name in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_URL",
+        "LMMS_EVAL_PLUGINS_JUDGE_MODEL",
+        "LMMS_EVAL_PLUGINS_JUDGE=offline",
+        "semantic_match_offline",
+    ):
         assert name in message
     insts = instances(range(2), ["B", "NO ANSWER"])
     built.apply(insts, DOCS)
@@ -131,16 +142,19 @@ def test_predict_only_without_an_endpoint_is_not_an_error():
 
 
 def test_yaml_function_tag_builds_the_filter(endpoint_env, tmp_path):
-    (tmp_path / "utils.py").write_text(textwrap.dedent(
-        """
+    (tmp_path / "utils.py").write_text(
+        textwrap.dedent(
+            """
         from lmms_eval_plugins.judges import JudgeFilter, JudgeItem
 
         def judge_item(response, doc):
             return JudgeItem(question=doc["question"], prediction=response, reference=doc["answer"])
         """
-    ))
-    (tmp_path / "task.yaml").write_text(textwrap.dedent(
-        """
+        )
+    )
+    (tmp_path / "task.yaml").write_text(
+        textwrap.dedent(
+            """
         task: judged_demo
         filter_list:
           - name: none
@@ -155,7 +169,8 @@ def test_yaml_function_tag_builds_the_filter(endpoint_env, tmp_path):
                 judge: rubric
                 default_model: gpt-4.1
         """
-    ))
+        )
+    )
     config = load_yaml_config(str(tmp_path / "task.yaml"))
     built = []
     for filter_config in config["filter_list"]:  # what lmms_eval.api.task.ConfigurableTask does
@@ -187,7 +202,14 @@ def test_apply_judges_every_response(endpoint_env):
     assert results[0][0]["text"] == "B"
     j = results[0][0]["judge"]
     assert set(j) >= {"name", "version", "model", "verdict", "detail", "error", "cached"}
-    assert (j["name"], j["version"], j["model"], j["verdict"], j["error"], j["cached"]) == ("semantic_match", "1", "gpt-4o", 1.0, None, False)
+    assert (j["name"], j["version"], j["model"], j["verdict"], j["error"], j["cached"]) == (
+        "semantic_match",
+        "1",
+        "gpt-4o",
+        1.0,
+        None,
+        False,
+    )
     outcomes = [judged_parts([r])[1] for r in results]  # what process_results gets: results == [filtered]
     assert [o.verdict for o in outcomes] == [1.0, 1.0, 0.0, None, None, 0.0, 1.0, 1.0]
     assert outcomes[3].skipped and outcomes[3].error is None  # nothing to judge: the model's fault
@@ -244,7 +266,9 @@ def test_env_selects_model_and_offline(endpoint_env, monkeypatch):
 
 
 def test_sampling_overrides(endpoint_env, monkeypatch):
-    monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE_SAMPLING", '{"temperature": null, "max_tokens": null, "max_completion_tokens": 512}')
+    monkeypatch.setenv(
+        "LMMS_EVAL_PLUGINS_JUDGE_SAMPLING", '{"temperature": null, "max_tokens": null, "max_completion_tokens": 512}'
+    )
     ensemble(sampling={"seed": 1, "max_tokens": 64}).apply(instances([1], ["A"]), DOCS)
     body = endpoint_env.requests[-1]
     assert "temperature" not in body and "max_tokens" not in body
@@ -264,7 +288,9 @@ def test_openai_api_url_alias(server, monkeypatch):
 
 def test_error_rate_threshold_in_aggregation(endpoint_env, monkeypatch):
     server = endpoint_env
-    server.behaviour = lambda req: server_error(500) if req.fields.get("QUESTION") in ("Question 2?", "Question 5?") else None
+    server.behaviour = lambda req: (
+        server_error(500) if req.fields.get("QUESTION") in ("Question 2?", "Question 5?") else None
+    )
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE_MAX_ATTEMPTS", "2")
     insts = instances(range(8), ["A"] * 8)
     ensemble().apply(insts, DOCS)
@@ -277,7 +303,9 @@ def test_error_rate_threshold_in_aggregation(endpoint_env, monkeypatch):
     monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE_MAX_ERROR_RATE", "0.3")
     assert aggregate_judged([o.to_dict() for o in outcomes], metric="acc_r") is None
     judged = [o.to_dict() for o in outcomes if not o.is_error]
-    assert aggregate_judged(judged, metric="acc_r") == pytest.approx(100 * 3 / 6)  # odd docs answer A: 1, 3, 7 right; 5 errored
+    assert aggregate_judged(judged, metric="acc_r") == pytest.approx(
+        100 * 3 / 6
+    )  # odd docs answer A: 1, 3, 7 right; 5 errored
     assert check_error_rate(2, 8) == 0.25  # the explicit check still raises above the threshold for whoever wants it
     with pytest.raises(JudgeErrorRateExceeded, match="25.0%"):
         check_error_rate(2, 8, 0.05)
@@ -289,6 +317,8 @@ def test_a_failed_model_request_is_never_sent_to_the_judge(endpoint_env):
     insts = instances(range(2), [failed, "A"])  # "A" is document 1's answer
     ensemble().apply(insts, DOCS)
     first, second = (judged_parts(i.filtered_resps["none"]) for i in insts)
-    assert first[0] == failed and first[1].verdict is None and first[1].error is None  # kept; the task leaves it unscored
+    assert (
+        first[0] == failed and first[1].verdict is None and first[1].error is None
+    )  # kept; the task leaves it unscored
     assert second[1].verdict == 1.0
     assert server.n_requests == 1

@@ -40,7 +40,10 @@ from loguru import logger
 
 def binary_items(n: int, offset: int = 0) -> list[JudgeItem]:
     """Item i is right (verdict 1 from the canned server) unless i % 3 == 0."""
-    return [JudgeItem(question=f"Question {i}?", prediction=("B" if i % 3 == 0 else "A"), reference="A") for i in range(offset, offset + n)]
+    return [
+        JudgeItem(question=f"Question {i}?", prediction=("B" if i % 3 == 0 else "A"), reference="A")
+        for i in range(offset, offset + n)
+    ]
 
 
 def expected_binary(n: int, offset: int = 0) -> list[float]:
@@ -52,7 +55,9 @@ def question_of(req) -> str:
 
 
 def run(runtime, judge, items, server, settings, model="judge-model"):
-    return runtime.judge_items(judge, items, model=model, endpoint=Endpoint(server.base_url, API_KEY), settings=settings)
+    return runtime.judge_items(
+        judge, items, model=model, endpoint=Endpoint(server.base_url, API_KEY), settings=settings
+    )
 
 
 @pytest.fixture
@@ -79,7 +84,12 @@ SCRIPT = textwrap.dedent(
 def spawn(tmp_path: Path, *args: object) -> subprocess.Popen:
     script = tmp_path / "judge_worker.py"
     script.write_text(SCRIPT)
-    return subprocess.Popen([sys.executable, str(script), *map(str, args), API_KEY], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(script), *map(str, args), API_KEY],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 # ---- verdicts and cache ------------------------------------------------------------------------
@@ -92,10 +102,18 @@ def test_verdicts_are_parsed(server, runtime, fast):
     assert server.n_requests == 12
 
     items = [
-        JudgeItem(question="What differs?", prediction="The chef slices onions in video A.", reference="ref",
-                  scoring_points=["chef slices onions", "water boils quickly"]),
-        JudgeItem(question="What differs?", prediction="The chef slices onions, wrong order.", reference="ref",
-                  scoring_points=["chef slices onions"]),
+        JudgeItem(
+            question="What differs?",
+            prediction="The chef slices onions in video A.",
+            reference="ref",
+            scoring_points=["chef slices onions", "water boils quickly"],
+        ),
+        JudgeItem(
+            question="What differs?",
+            prediction="The chef slices onions, wrong order.",
+            reference="ref",
+            scoring_points=["chef slices onions"],
+        ),
     ]
     outs = run(runtime, load_judge("rubric"), items, server, fast)
     assert outs[0].detail["coverage"] == [1, 0] and outs[0].detail["correctness"] == [1, 0] and outs[0].verdict == 0.5
@@ -168,8 +186,13 @@ def test_killed_process_resumes_with_only_missing_calls(server, tmp_path):
     assert 8 <= done < n
     before = server.n_requests
     server.latency = 0.0
-    resumed = run(JudgeRuntime(cache_path), load_judge("semantic_match"), binary_items(n), server,
-                  RuntimeSettings(concurrency=8, timeout=2, retry_base=0.01, retry_max=0.05))
+    resumed = run(
+        JudgeRuntime(cache_path),
+        load_judge("semantic_match"),
+        binary_items(n),
+        server,
+        RuntimeSettings(concurrency=8, timeout=2, retry_base=0.01, retry_max=0.05),
+    )
     assert server.n_requests - before == n - done
     assert [o.verdict for o in resumed] == expected_binary(n)
     assert sum(o.cached for o in resumed) == done
@@ -194,8 +217,16 @@ def test_processes_share_the_cache(server, tmp_path):
 def test_thirty_percent_faults_end_judged_or_marked(server, runtime):
     n = 60
     permanent = {f"Question {i}?" for i in (5, 17, 29)}  # these never get through
-    faults = [rate_limited(0.02), server_error(500), server_error(503), sleep_past(0.6), garbage_body(),
-              unparseable(), Reply(raw="<html>bad gateway</html>", content_type="text/html"), Reply(raw='{"choices": []}')]
+    faults = [
+        rate_limited(0.02),
+        server_error(500),
+        server_error(503),
+        sleep_past(0.6),
+        garbage_body(),
+        unparseable(),
+        Reply(raw="<html>bad gateway</html>", content_type="text/html"),
+        Reply(raw='{"choices": []}'),
+    ]
 
     def behaviour(req):
         q = question_of(req)
@@ -305,7 +336,12 @@ def test_rubric_wrong_length_is_reasked(server, runtime, fast):
         return None
 
     server.behaviour = behaviour
-    item = JudgeItem(question="q", prediction="chef slices onions", reference="r", scoring_points=["chef slices onions", "oven heats"])
+    item = JudgeItem(
+        question="q",
+        prediction="chef slices onions",
+        reference="r",
+        scoring_points=["chef slices onions", "oven heats"],
+    )
     outs = run(runtime, load_judge("rubric"), [item], server, fast)
     assert server.n_requests == 2
     assert outs[0].detail["coverage"] == [1, 0] and outs[0].detail["n_points"] == 2
@@ -321,8 +357,13 @@ INJECTION = (
 
 
 def test_request_body_delimits_the_judged_text(server, runtime, fast):
-    outs = run(runtime, load_judge("semantic_match"),
-               [JudgeItem(question="Which option?", prediction="<think>it is A</think>" + INJECTION, reference="A")], server, fast)
+    outs = run(
+        runtime,
+        load_judge("semantic_match"),
+        [JudgeItem(question="Which option?", prediction="<think>it is A</think>" + INJECTION, reference="A")],
+        server,
+        fast,
+    )
     body = server.requests[0]
     system, user = body["messages"]
     assert system["role"] == "system" and "Only output 0 or 1" in system["content"]
@@ -367,8 +408,13 @@ def test_api_key_never_leaves(server, tmp_path, fast):
     server.behaviour = behaviour
     runtime = JudgeRuntime(tmp_path / "k.sqlite3")
     try:
-        outs = run(runtime, load_judge("semantic_match"), binary_items(5), server,
-                   RuntimeSettings(concurrency=1, timeout=1, max_attempts=2, retry_base=0.01))
+        outs = run(
+            runtime,
+            load_judge("semantic_match"),
+            binary_items(5),
+            server,
+            RuntimeSettings(concurrency=1, timeout=1, max_attempts=2, retry_base=0.01),
+        )
         report_path = runtime.write_report(tmp_path / "report.json")
     finally:
         logger.remove(sink)
@@ -405,7 +451,9 @@ def test_calls_run_concurrently(server, runtime):
 
     server.behaviour = behaviour
     start = time.monotonic()
-    outs = run(runtime, load_judge("semantic_match"), binary_items(32), server, RuntimeSettings(concurrency=16, timeout=5))
+    outs = run(
+        runtime, load_judge("semantic_match"), binary_items(32), server, RuntimeSettings(concurrency=16, timeout=5)
+    )
     elapsed = time.monotonic() - start
     assert [o.verdict for o in outs] == expected_binary(32)
     assert in_flight["max"] == 16
@@ -432,7 +480,11 @@ def test_accounting_and_report(server, runtime, fast, tmp_path, monkeypatch):
 
 
 def test_offline_judge_and_special_items_make_no_calls(server, runtime, fast):
-    items = [JudgeItem(prediction="\\boxed{A}", reference="A"), None, JudgeItem(prediction="<think>only thoughts</think>", reference="A")]
+    items = [
+        JudgeItem(prediction="\\boxed{A}", reference="A"),
+        None,
+        JudgeItem(prediction="<think>only thoughts</think>", reference="A"),
+    ]
     outs = runtime.judge_items(load_judge("semantic_match_offline"), items)
     assert outs[0].verdict == 1.0 and outs[0].model is None
     assert outs[1].skipped and outs[1].verdict is None and outs[1].error is None

@@ -59,7 +59,9 @@ def test_rubric_prompt_keeps_the_static_part_first_and_the_nonce_last():
     assert a[0] == b[0]  # the system message is the same for every item: a cacheable prefix
     tag_a, tag_b = judge.score_tag(rubric_item("one answer")), judge.score_tag(rubric_item("another answer"))
     assert tag_a != tag_b and tag_a.startswith("score-") and len(tag_a) == len("score-") + 12
-    assert a[1]["content"].endswith(f"Wrap the json output within <{tag_a}></{tag_a}> tags (in place of <score></score>).")
+    assert a[1]["content"].endswith(
+        f"Wrap the json output within <{tag_a}></{tag_a}> tags (in place of <score></score>)."
+    )
     assert tag_a not in a[0]["content"]
     assert verdict_nonce(rubric_item("one answer")) == tag_a.removeprefix("score-")  # deterministic: cacheable
 
@@ -83,7 +85,7 @@ def test_a_block_that_occurs_in_the_judged_text_is_refused():
 
 def test_a_judge_quoting_the_full_marks_in_the_answer_gets_no_verdict(server, tmp_path, fast):
     """The attack of issue 27 item 2: the judge only quotes the model's output, which holds a score block."""
-    server.behaviour = lambda req: Reply(content=f'The output reads: {req.fields.get("MODEL_OUTPUT", "")}')
+    server.behaviour = lambda req: Reply(content=f"The output reads: {req.fields.get('MODEL_OUTPUT', '')}")
     runtime = JudgeRuntime(tmp_path / "c.sqlite3")
     outs = run(runtime, load_judge("rubric"), [rubric_item(f"I do not know. {FULL}")], server, fast)
     assert outs[0].verdict is None and "no <score-" in outs[0].error
@@ -97,8 +99,13 @@ def test_a_trickling_judge_ends_at_the_deadline(server, tmp_path):
     server.behaviour = lambda req: Reply(content=canned_content(req.body), trickle=0.05)  # ~250 bytes: 12 s
     settings = RuntimeSettings(concurrency=1, timeout=0.5, deadline=1.0, max_attempts=1, retry_base=0.01)
     started = time.monotonic()
-    outs = run(JudgeRuntime(tmp_path / "c.sqlite3"), load_judge("semantic_match"),
-               [JudgeItem(question="Q?", prediction="A", reference="A")], server, settings)
+    outs = run(
+        JudgeRuntime(tmp_path / "c.sqlite3"),
+        load_judge("semantic_match"),
+        [JudgeItem(question="Q?", prediction="A", reference="A")],
+        server,
+        settings,
+    )
     elapsed = time.monotonic() - started
     assert outs[0].verdict is None and "no complete reply within the 1 s deadline" in outs[0].error
     assert elapsed < 3.0, elapsed  # each byte came within the 0.5 s read timeout: only the deadline ends it
@@ -107,8 +114,11 @@ def test_a_trickling_judge_ends_at_the_deadline(server, tmp_path):
 
 def test_deadline_and_reply_cap_settings(monkeypatch):
     assert RuntimeSettings.from_env({}).total_deadline == RuntimeSettings.timeout  # default: the timeout
-    env = {"LMMS_EVAL_PLUGINS_JUDGE_TIMEOUT": "30", "LMMS_EVAL_PLUGINS_JUDGE_DEADLINE": "120",
-           "LMMS_EVAL_PLUGINS_JUDGE_MAX_REPLY_BYTES": "1000"}
+    env = {
+        "LMMS_EVAL_PLUGINS_JUDGE_TIMEOUT": "30",
+        "LMMS_EVAL_PLUGINS_JUDGE_DEADLINE": "120",
+        "LMMS_EVAL_PLUGINS_JUDGE_MAX_REPLY_BYTES": "1000",
+    }
     settings = RuntimeSettings.from_env(env)
     assert (settings.timeout, settings.total_deadline, settings.max_reply_bytes) == (30.0, 120.0, 1000)
     for name, bad in (("LMMS_EVAL_PLUGINS_JUDGE_DEADLINE", "0"), ("LMMS_EVAL_PLUGINS_JUDGE_MAX_REPLY_BYTES", "big")):
@@ -126,10 +136,16 @@ def test_encoded_forms_of_a_key_are_redacted():
     redact.add(KEY)
     b64 = base64.b64encode
     echoes = [
-        KEY, quote(KEY, safe=""), quote(KEY, safe="").lower(), quote_plus(f"Bearer {KEY}"), quote(f"Bearer {KEY}"),
-        b64(KEY.encode()).decode(), b64(KEY.encode()).decode().rstrip("="),
+        KEY,
+        quote(KEY, safe=""),
+        quote(KEY, safe="").lower(),
+        quote_plus(f"Bearer {KEY}"),
+        quote(f"Bearer {KEY}"),
+        b64(KEY.encode()).decode(),
+        b64(KEY.encode()).decode().rstrip("="),
         base64.urlsafe_b64encode(KEY.encode()).decode().rstrip("="),
-        b64(f"Bearer {KEY}".encode()).decode(), b64(f"x:{KEY}".encode()).decode(),  # the key at other alignments
+        b64(f"Bearer {KEY}".encode()).decode(),
+        b64(f"x:{KEY}".encode()).decode(),  # the key at other alignments
         base64.urlsafe_b64encode(f"Authorization: Bearer {KEY}".encode()).decode(),
     ]
     for echo in echoes:
@@ -146,7 +162,14 @@ def test_an_echoed_encoded_key_never_leaves(server, tmp_path, fast):
 
     server.behaviour = behaviour
     runtime = JudgeRuntime(tmp_path / "c.sqlite3")
-    outs = run(runtime, load_judge("semantic_match"), [JudgeItem(question="Q?", prediction="A", reference="A")], server, fast, key=KEY)
+    outs = run(
+        runtime,
+        load_judge("semantic_match"),
+        [JudgeItem(question="Q?", prediction="A", reference="A")],
+        server,
+        fast,
+        key=KEY,
+    )
     text = outs[0].error + str(runtime.report())
     assert "unparseable" in outs[0].error and not any(form in text for form in encoded_forms(KEY)), text
 
@@ -154,10 +177,23 @@ def test_an_echoed_encoded_key_never_leaves(server, tmp_path, fast):
 # ---- 4. usage counts and reply size ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value,expected", [
-    (0, 0), (42, 42), (42.0, 42), (MAX_USAGE_TOKENS, MAX_USAGE_TOKENS), (-5, None), (1e20, None),
-    (MAX_USAGE_TOKENS + 1, None), (1.5, None), ("12", None), (True, None), (None, None), (float("nan"), None),
-])
+@pytest.mark.parametrize(
+    "value,expected",
+    [
+        (0, 0),
+        (42, 42),
+        (42.0, 42),
+        (MAX_USAGE_TOKENS, MAX_USAGE_TOKENS),
+        (-5, None),
+        (1e20, None),
+        (MAX_USAGE_TOKENS + 1, None),
+        (1.5, None),
+        ("12", None),
+        (True, None),
+        (None, None),
+        (float("nan"), None),
+    ],
+)
 def test_usage_count(value, expected):
     assert usage_count(value) == expected
 
@@ -171,7 +207,9 @@ def test_bad_usage_is_ignored_not_an_error_and_not_a_reason_to_ask_again(server,
     assert outs[0].verdict == 1.0 and outs[0].error is None
     stats = runtime.report()["totals"]
     assert stats["usage_ignored"] == 1 and 0 <= stats["tokens_in"] <= 10 and 0 <= stats["tokens_out"] <= 3
-    again = run(JudgeRuntime(tmp_path / "c.sqlite3"), load_judge("semantic_match"), [item], server, fast)  # a new process
+    again = run(
+        JudgeRuntime(tmp_path / "c.sqlite3"), load_judge("semantic_match"), [item], server, fast
+    )  # a new process
     assert again[0].cached and server.n_requests == 1
 
 
@@ -191,8 +229,10 @@ def consistent_edit(path, verdict_reply, score):
     """Change a row as someone who knows the format would: score and reply agree, detail too."""
     conn = sqlite3.connect(str(path))
     try:
-        conn.execute("UPDATE verdicts SET reply = ?, score = ?, detail = json_set(detail, '$.reply', ?)",
-                     (verdict_reply, score, verdict_reply))
+        conn.execute(
+            "UPDATE verdicts SET reply = ?, score = ?, detail = json_set(detail, '$.reply', ?)",
+            (verdict_reply, score, verdict_reply),
+        )
         conn.commit()
     finally:
         conn.close()
@@ -233,8 +273,18 @@ def test_an_unsigned_cache_from_before_is_asked_again(server, tmp_path, fast):
 
 
 def test_row_mac_covers_every_stored_column():
-    row = {"key": "k", "judge": "j", "judge_version": "1", "model": "m", "endpoint": "e", "score": 1.0,
-           "detail": "{}", "reply": "1", "tokens_in": 1, "tokens_out": 1}
+    row = {
+        "key": "k",
+        "judge": "j",
+        "judge_version": "1",
+        "model": "m",
+        "endpoint": "e",
+        "score": 1.0,
+        "detail": "{}",
+        "reply": "1",
+        "tokens_in": 1,
+        "tokens_out": 1,
+    }
     macs = {row_mac(b"s" * 32, row)}
     for name, other in (("key", "k2"), ("score", 0.0), ("reply", "0"), ("tokens_in", 2), ("detail", '{"a":1}')):
         macs.add(row_mac(b"s" * 32, {**row, name: other}))
@@ -261,11 +311,15 @@ def test_merge_keeps_rows_signed_by_the_source_secret_only(server, tmp_path, fas
     mine = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=60)
     assert mine.returncode == 0, mine.stderr
     assert "merged 0 verdict(s)" in mine.stdout and "dropped 3 whose HMAC does not match" in mine.stdout  # my secret
-    merged = subprocess.run(cmd + ["--secret", str(other_secret)], check=False, capture_output=True, text=True, timeout=60)
+    merged = subprocess.run(
+        cmd + ["--secret", str(other_secret)], check=False, capture_output=True, text=True, timeout=60
+    )
     assert merged.returncode == 0, merged.stderr
     assert "merged 2 verdict(s)" in merged.stdout and "dropped 1 whose HMAC" in merged.stdout, merged.stdout
     server.reset()
     outs = run(JudgeRuntime(into), judge, items, server, fast)  # this machine's secret signs the merged rows
     assert [o.cached for o in outs].count(True) == 2 and server.n_requests == 1 and all(o.verdict == 1.0 for o in outs)
-    missing = subprocess.run(cmd[:-3] + [str(tmp_path / "nope.sqlite3")], check=False, capture_output=True, text=True, timeout=60)
+    missing = subprocess.run(
+        cmd[:-3] + [str(tmp_path / "nope.sqlite3")], check=False, capture_output=True, text=True, timeout=60
+    )
     assert missing.returncode == 2 and "no judge cache at" in missing.stderr

@@ -20,8 +20,9 @@ from lmms_eval_plugins.benchmarks.virectify.spec import BENCHMARK as VIRECTIFY
 # ITEM with the judge's default sampling.
 MAIN_PROMPT_SHA256 = "3298eb2beb0f9d058fe3673817208fa58b9fce1d4aa87e3f0f9388f1369fa2df"
 MAIN_VERDICT_KEY = "bdbad59c02ccd70366f07dbe02dfb1f3f1bb7cf6f91e3776189e2f6aca36bed2"
-ITEM = JudgeItem(question="How many cups are on the table at the end?", prediction="There are three cups.",
-                 reference="3 cups")
+ITEM = JudgeItem(
+    question="How many cups are on the table at the end?", prediction="There are three cups.", reference="3 cups"
+)
 
 
 def test_the_semantic_match_prompt_and_cache_key_are_those_of_main():
@@ -29,8 +30,14 @@ def test_the_semantic_match_prompt_and_cache_key_are_those_of_main():
     messages = judge.build_messages(ITEM)
     assert messages[0] == {"role": "system", "content": ACC_R_JUDGE_PROMPT}
     assert hashlib.sha256(ACC_R_JUDGE_PROMPT.encode("utf-8")).hexdigest() == MAIN_PROMPT_SHA256
-    key = verdict_key(judge=judge.name, version=judge.version, model="gpt-4.1", endpoint="http://127.0.0.1:8000/v1",
-                      messages=messages, sampling=judge.sampling)
+    key = verdict_key(
+        judge=judge.name,
+        version=judge.version,
+        model="gpt-4.1",
+        endpoint="http://127.0.0.1:8000/v1",
+        messages=messages,
+        sampling=judge.sampling,
+    )
     assert key == MAIN_VERDICT_KEY
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 
 def _json_container(value: Any) -> bool:
-    if not isinstance(value, str) or not value.strip()[:1] in ("[", "{"):
+    if not isinstance(value, str) or value.strip()[:1] not in ("[", "{"):
         return False
     try:
         return isinstance(json.loads(value), (list, dict))

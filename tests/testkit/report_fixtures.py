@@ -89,7 +89,9 @@ def copy_trimmed(run_dir: Path, dest: Path) -> list[Path]:
     for samples in samples_files(results_path):
         lines = read_samples(samples)
         target = dest / samples.name
-        target.write_text("".join(json.dumps(trim_sample(s), ensure_ascii=False) + "\n" for s in lines), encoding="utf-8")
+        target.write_text(
+            "".join(json.dumps(trim_sample(s), ensure_ascii=False) + "\n" for s in lines), encoding="utf-8"
+        )
         written.append(target)
     for report in sorted(run_dir.rglob("judge_report*.json")):
         target = dest / report.name
@@ -141,9 +143,19 @@ def html_table_rows(html_text: str, table_id: str) -> list[dict[str, str]]:
 
 # ----------------------------------------------------------------------------------------------- browser check
 
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+    "--mute-audio",
+)
 # Collects what the page shows: every image's load state, every in-page link target, each section's box.
 _PAGE_PROBE = """(() => {
   const imgs = [...document.images].map(i => ({alt: i.alt, complete: i.complete, w: i.naturalWidth, h: i.naturalHeight,
@@ -172,7 +184,11 @@ _PAGE_PROBE = """(() => {
 
 def find_chromium() -> str | None:
     for candidate in ("/usr/lib/chromium/chromium", "chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(candidate) if not candidate.startswith("/") else (candidate if Path(candidate).exists() else None)
+        path = (
+            shutil.which(candidate)
+            if not candidate.startswith("/")
+            else (candidate if Path(candidate).exists() else None)
+        )
         if path:
             return path
     return None
@@ -197,10 +213,14 @@ class _DevTools:
             os.dup2(src_in, 3)
             os.dup2(src_out, 4)
 
-        self.proc = subprocess.Popen([binary, *CHROMIUM_FLAGS, f"--user-data-dir={user_data_dir}",
-                                      "--remote-debugging-pipe", "about:blank"],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     preexec_fn=wire, close_fds=False)
+        self.proc = subprocess.Popen(
+            [binary, *CHROMIUM_FLAGS, f"--user-data-dir={user_data_dir}", "--remote-debugging-pipe", "about:blank"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            preexec_fn=wire,
+            close_fds=False,
+        )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self._buffer = b""
@@ -220,8 +240,14 @@ class _DevTools:
             if ready:
                 chunk = os.read(self._from_chrome, 1 << 20)
                 if not chunk:
-                    raise RuntimeError("chromium closed the DevTools pipe: "
-                                       + (self.proc.stderr.read().decode(errors="replace")[-2000:] if self.proc.poll() is not None else ""))
+                    raise RuntimeError(
+                        "chromium closed the DevTools pipe: "
+                        + (
+                            self.proc.stderr.read().decode(errors="replace")[-2000:]
+                            if self.proc.poll() is not None
+                            else ""
+                        )
+                    )
                 self._buffer += chunk
         raw, self._buffer = self._buffer.split(b"\0", 1)
         return json.loads(raw)
@@ -275,8 +301,14 @@ class _DevTools:
                 pass
 
 
-def check_report_in_browser(html_path: Path, shots_dir: Path | None = None, *, width: int = 1280,
-                            binary: str | None = None, top_height: int | None = None) -> dict[str, Any]:
+def check_report_in_browser(
+    html_path: Path,
+    shots_dir: Path | None = None,
+    *,
+    width: int = 1280,
+    binary: str | None = None,
+    top_height: int | None = None,
+) -> dict[str, Any]:
     """Open ``html_path`` in headless Chromium and return what it found: ``images`` (load state of
     every ``<img>``), ``anchors`` (every in-page link and whether its target exists), ``external``
     (references to anything but ``#id`` and ``data:``), ``errors`` (script exceptions and console
@@ -294,8 +326,11 @@ def check_report_in_browser(html_path: Path, shots_dir: Path | None = None, *, w
             session = tools.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
             for domain in ("Page", "Runtime", "Log"):
                 tools.call(f"{domain}.enable", session=session)
-            tools.call("Emulation.setDeviceMetricsOverride",
-                       {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False}, session=session)
+            tools.call(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+                session=session,
+            )
             tools.call("Page.navigate", {"url": Path(html_path).resolve().as_uri()}, session=session)
             tools.wait_for("Page.loadEventFired", session)
             probe = tools.call("Runtime.evaluate", {"expression": _PAGE_PROBE, "returnByValue": True}, session=session)
@@ -308,31 +343,59 @@ def check_report_in_browser(html_path: Path, shots_dir: Path | None = None, *, w
                 for section in found["sections"]:
                     if section["h"] <= 0:
                         continue
-                    clip = {"x": 0, "y": section["y"], "width": max(width, found["width"]),
-                            "height": min(section["h"], 16000), "scale": 1}
-                    shot = tools.call("Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": True},
-                                      session=session)
+                    clip = {
+                        "x": 0,
+                        "y": section["y"],
+                        "width": max(width, found["width"]),
+                        "height": min(section["h"], 16000),
+                        "scale": 1,
+                    }
+                    shot = tools.call(
+                        "Page.captureScreenshot",
+                        {"format": "png", "clip": clip, "captureBeyondViewport": True},
+                        session=session,
+                    )
                     path = shots_dir / f"{section['id'] or 'section'}.png"
                     path.write_bytes(base64.b64decode(shot["data"]))
                     shots[section["id"]] = path
                 if top_height:
                     clip = {"x": 0, "y": 0, "width": width, "height": top_height, "scale": 1}
-                    shot = tools.call("Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": True},
-                                      session=session)
+                    shot = tools.call(
+                        "Page.captureScreenshot",
+                        {"format": "png", "clip": clip, "captureBeyondViewport": True},
+                        session=session,
+                    )
                     path = shots_dir / "page-top.png"
                     path.write_bytes(base64.b64decode(shot["data"]))
                     shots["page-top"] = path
             errors = [e["params"] for e in tools.events if e.get("method") == "Runtime.exceptionThrown"]
-            errors += [e["params"]["entry"] for e in tools.events
-                       if e.get("method") == "Log.entryAdded" and e["params"]["entry"].get("level") == "error"]
-            errors += [e["params"] for e in tools.events
-                       if e.get("method") == "Runtime.consoleAPICalled" and e["params"].get("type") in ("error", "assert")]
+            errors += [
+                e["params"]["entry"]
+                for e in tools.events
+                if e.get("method") == "Log.entryAdded" and e["params"]["entry"].get("level") == "error"
+            ]
+            errors += [
+                e["params"]
+                for e in tools.events
+                if e.get("method") == "Runtime.consoleAPICalled" and e["params"].get("type") in ("error", "assert")
+            ]
         finally:
             tools.close()
-    return {"images": found["imgs"], "anchors": found["anchors"], "external": found["external"], "errors": errors,
-            "sections": found["sections"], "scripts": found["scripts"], "title": found["title"], "screenshots": shots,
-            "width": found["width"], "page_width_open": found["page_width_open"], "window_width": found["window_width"],
-            "tables": found["tables"], "overflow": found["overflow"]}
+    return {
+        "images": found["imgs"],
+        "anchors": found["anchors"],
+        "external": found["external"],
+        "errors": errors,
+        "sections": found["sections"],
+        "scripts": found["scripts"],
+        "title": found["title"],
+        "screenshots": shots,
+        "width": found["width"],
+        "page_width_open": found["page_width_open"],
+        "window_width": found["window_width"],
+        "tables": found["tables"],
+        "overflow": found["overflow"],
+    }
 
 
 def save_screenshot(dest: Path, png: Path, height: int) -> int:
@@ -351,14 +414,25 @@ def save_screenshot(dest: Path, png: Path, height: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m testkit.report_fixtures", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dest", type=Path, default=DEFAULT_DEST, help="where oracle/ and random/ go (default: %(default)s)")
+    parser = argparse.ArgumentParser(
+        prog="python -m testkit.report_fixtures",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--dest", type=Path, default=DEFAULT_DEST, help="where oracle/ and random/ go (default: %(default)s)"
+    )
     parser.add_argument("--tasks", help="comma-separated tasks or groups instead of every *_sample one")
-    parser.add_argument("--screenshot", type=Path, metavar="PNG",
-                        help="do not run lmms-eval: build the report from DEST's runs, open it in headless Chromium "
-                             "and save the top of the page to PNG (the README's docs/report_screenshot.png)")
-    parser.add_argument("--screenshot-height", type=int, default=1405, help="pixels from the top (default: %(default)s)")
+    parser.add_argument(
+        "--screenshot",
+        type=Path,
+        metavar="PNG",
+        help="do not run lmms-eval: build the report from DEST's runs, open it in headless Chromium "
+        "and save the top of the page to PNG (the README's docs/report_screenshot.png)",
+    )
+    parser.add_argument(
+        "--screenshot-height", type=int, default=1405, help="pixels from the top (default: %(default)s)"
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.screenshot:
         return save_screenshot(args.dest, args.screenshot, args.screenshot_height)
@@ -371,13 +445,18 @@ def main(argv: list[str] | None = None) -> int:
         for name, (model, model_args) in MODELS.items():
             out = Path(tmp) / name
             out.mkdir()
-            env = {"LMMS_EVAL_PLUGINS_JUDGE": "offline", "LMMS_EVAL_PLUGINS_JUDGE_REPORT": str(out) + "/",
-                   "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(Path(tmp) / f"judge_cache_{name}.sqlite3")}
+            env = {
+                "LMMS_EVAL_PLUGINS_JUDGE": "offline",
+                "LMMS_EVAL_PLUGINS_JUDGE_REPORT": str(out) + "/",
+                "LMMS_EVAL_PLUGINS_JUDGE_CACHE": str(Path(tmp) / f"judge_cache_{name}.sqlite3"),
+            }
             run = run_lmms_eval(tasks=tasks, model=model, model_args=model_args, output_dir=out, env=env)
             missing = [t for t in tasks if t not in run.results.get("results", {})]
             if run.results_path is None or missing:
-                print(f"{name}: lmms-eval did not complete {missing or tasks}; its output ends with:\n{run.tail()}",
-                      file=sys.stderr)
+                print(
+                    f"{name}: lmms-eval did not complete {missing or tasks}; its output ends with:\n{run.tail()}",
+                    file=sys.stderr,
+                )
                 return 1
             for path in copy_trimmed(out, args.dest / name):
                 print(f"wrote {path} ({path.stat().st_size} bytes)")

@@ -116,8 +116,9 @@ def _distributed() -> bool:
         return False
 
 
-def unpack_filtered(results: Any, *, doc: Mapping[str, Any] | None = None,
-                    id_field: str | None = None) -> tuple[str, dict[str, Any] | None]:
+def unpack_filtered(
+    results: Any, *, doc: Mapping[str, Any] | None = None, id_field: str | None = None
+) -> tuple[str, dict[str, Any] | None]:
     """``(response text, group attachment or None)`` from the ``results`` ``process_results`` got.
 
     ``results`` is ``[text, GroupAttachment]`` after :class:`GroupReplayFilter` (also accepted
@@ -131,6 +132,11 @@ def unpack_filtered(results: Any, *, doc: Mapping[str, Any] | None = None,
         return _first_text(results), None
     text = _first_text(results[0] if results else "")
     attachment = next((r for r in results[1:] if isinstance(r, Mapping)), None)
-    if attachment is not None and doc is not None and id_field is not None and attachment.get("ref") != doc.get(id_field):
+    if (
+        attachment is not None
+        and doc is not None
+        and id_field is not None
+        and attachment.get("ref") != doc.get(id_field)
+    ):
         attachment = None
     return text, (dict(attachment) if attachment is not None else None)

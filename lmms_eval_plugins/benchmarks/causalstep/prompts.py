@@ -28,15 +28,23 @@ LETTERS = "ABCDEFGH"  # the option letters (CausalStep has 8 options per questio
 # segment (S_i) and its direct preceding segment (S_i-1)", "the history of its previously correct
 # answer") and lmms-eval's usual multiple-choice instruction.
 
-INTRO = ("You are watching a video that is divided into causally linked segments. The segments are shown step by "
-         "step, without access to future segments.")
+INTRO = (
+    "You are watching a video that is divided into causally linked segments. The segments are shown step by "
+    "step, without access to future segments."
+)
 DESC_TASK = "Answer this descriptive understanding question about the observable content of Segment {i}."
-HISTORY = ("Your previous question in this reasoning chain, about Segment {p}, and its correct answer:\n"
-           "Previous question: {question}\nPrevious answer: {answer}")
-CAUSAL_TASK = ("Answer this explicit stepwise causal reasoning question about the causal relationship between the "
-               "current segment (Segment {i}) and its direct preceding segment (Segment {p}).")
-ISOLATED_TASK = ("Answer this causal reasoning question about the current segment (Segment {i}). Only the current "
-                 "segment is shown: no earlier segment and no earlier answer.")
+HISTORY = (
+    "Your previous question in this reasoning chain, about Segment {p}, and its correct answer:\n"
+    "Previous question: {question}\nPrevious answer: {answer}"
+)
+CAUSAL_TASK = (
+    "Answer this explicit stepwise causal reasoning question about the causal relationship between the "
+    "current segment (Segment {i}) and its direct preceding segment (Segment {p})."
+)
+ISOLATED_TASK = (
+    "Answer this causal reasoning question about the current segment (Segment {i}). Only the current "
+    "segment is shown: no earlier segment and no earlier answer."
+)
 ANSWER_INSTRUCTION = "Answer with the option's letter from the given choices directly."
 
 
@@ -63,9 +71,19 @@ def _prompt_text(request: Request) -> str:
 
 def segment_frames(request: Request) -> list[tuple[int, list]]:
     """(segment number, frames) for each segment the request shows, sampled inside its interval."""
-    return [(s.index, sample_video(request.video_path, request.num_frames, interval=(s.start, s.end),
-                                   max_long_side=request.max_long_side or None, record_id=request.request_id).frames)
-            for s in request.shown]
+    return [
+        (
+            s.index,
+            sample_video(
+                request.video_path,
+                request.num_frames,
+                interval=(s.start, s.end),
+                max_long_side=request.max_long_side or None,
+                record_id=request.request_id,
+            ).frames,
+        )
+        for s in request.shown
+    ]
 
 
 def frame_count(request: Request, start: float, end: float) -> int:

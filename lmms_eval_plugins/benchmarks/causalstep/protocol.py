@@ -75,13 +75,21 @@ class ChainReplay:
             "restarts": self.restarts,
             "completed": self.completed,
             "steps": [
-                {"segment": s.segment, "kind": s.kind, "correct": s.correct, "chain_length": s.chain_length, "score": s.score}
+                {
+                    "segment": s.segment,
+                    "kind": s.kind,
+                    "correct": s.correct,
+                    "chain_length": s.chain_length,
+                    "score": s.score,
+                }
                 for s in self.steps
             ],
         }
 
 
-def replay_chain(n_segments: int, is_correct: Callable[[str, int], bool], restart: Restart | str = "next") -> ChainReplay:
+def replay_chain(
+    n_segments: int, is_correct: Callable[[str, int], bool], restart: Restart | str = "next"
+) -> ChainReplay:
     """Replay CausalStep's Algorithm 1 over ``n_segments`` segments.
 
     ``is_correct(kind, segment)`` says whether the model's answer to that question is right; it is

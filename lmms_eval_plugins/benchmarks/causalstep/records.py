@@ -48,12 +48,22 @@ class Request:
     def columns(self) -> dict[str, Any]:
         """The doc's columns, in this order (Arrow-native values)."""
         return {
-            ID_FIELD: self.request_id, "video_id": self.video_id, "category": self.category,
-            "video_path": self.video_path, "n_segments": self.n_segments, "segment": self.segment, "kind": self.kind,
+            ID_FIELD: self.request_id,
+            "video_id": self.video_id,
+            "category": self.category,
+            "video_path": self.video_path,
+            "n_segments": self.n_segments,
+            "segment": self.segment,
+            "kind": self.kind,
             "shown": [{"index": s.index, "start": s.start, "end": s.end} for s in self.shown],
-            "question": self.question, "options": list(self.options), "gold": self.gold,
-            "prev_question": self.prev_question, "prev_answer": self.prev_answer, "restart": self.restart,
-            "num_frames": self.num_frames, "max_long_side": self.max_long_side,
+            "question": self.question,
+            "options": list(self.options),
+            "gold": self.gold,
+            "prev_question": self.prev_question,
+            "prev_answer": self.prev_answer,
+            "restart": self.restart,
+            "num_frames": self.num_frames,
+            "max_long_side": self.max_long_side,
         }
 
 
@@ -61,15 +71,26 @@ def record_of(doc: Mapping[str, Any]) -> Request:
     """The typed request a doc carries (what :meth:`Request.columns` wrote, as lmms-eval hands it back)."""
     try:
         return Request(
-            request_id=str(doc[ID_FIELD]), video_id=str(doc["video_id"]), category=str(doc["category"]),
-            video_path=str(doc["video_path"]), n_segments=int(doc["n_segments"]), segment=int(doc["segment"]),
+            request_id=str(doc[ID_FIELD]),
+            video_id=str(doc["video_id"]),
+            category=str(doc["category"]),
+            video_path=str(doc["video_path"]),
+            n_segments=int(doc["n_segments"]),
+            segment=int(doc["segment"]),
             kind=str(doc["kind"]),
             shown=tuple(Segment(int(s["index"]), float(s["start"]), float(s["end"])) for s in doc["shown"]),
-            question=str(doc["question"]), options=tuple(str(o) for o in doc["options"]), gold=str(doc["gold"]),
-            prev_question=str(doc["prev_question"] or ""), prev_answer=str(doc["prev_answer"] or ""),
-            restart=str(doc["restart"]), num_frames=int(doc["num_frames"]),
-            max_long_side=int(doc["max_long_side"] or 0))
+            question=str(doc["question"]),
+            options=tuple(str(o) for o in doc["options"]),
+            gold=str(doc["gold"]),
+            prev_question=str(doc["prev_question"] or ""),
+            prev_answer=str(doc["prev_answer"] or ""),
+            restart=str(doc["restart"]),
+            num_frames=int(doc["num_frames"]),
+            max_long_side=int(doc["max_long_side"] or 0),
+        )
     except (KeyError, TypeError, ValueError) as exc:
-        raise DataError(f"a CausalStep doc lacks or garbles a field ({type(exc).__name__}: {exc})",
-                        record=str(doc.get(ID_FIELD, "?")),
-                        fix="build docs with causalstep's process_docs (tasks.build_requests)") from exc
+        raise DataError(
+            f"a CausalStep doc lacks or garbles a field ({type(exc).__name__}: {exc})",
+            record=str(doc.get(ID_FIELD, "?")),
+            fix="build docs with causalstep's process_docs (tasks.build_requests)",
+        ) from exc

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from lmms_eval_plugins.report import (Builder, Col, Entry, Note, Section, Table, dict_metric, fmt, num,
-    paper_rows, variant_note)
+from lmms_eval_plugins.report import (
+    Builder,
+    Col,
+    Entry,
+    Note,
+    Section,
+    Table,
+    dict_metric,
+    fmt,
+    num,
+    paper_rows,
+    variant_note,
+)
 
 # Copied from the paper "CausalStep: A Benchmark for Explicit Stepwise Causal Reasoning in Videos" (see each table's source line); percentages.
 PAPER_ROWS: dict[str, dict[str, Any]] = {
@@ -25,8 +36,15 @@ PAPER_ROWS: dict[str, dict[str, Any]] = {
 }
 
 
-CS_METRICS = (("csr", "CSR", "max"), ("amcl", "AMCL", "max"), ("mcl", "MCL", "max"), ("rf", "RF", "min"),
-              ("ws", "WS", "max"), ("dua", "DUA", "max"), ("icra", "ICRA", "max"))
+CS_METRICS = (
+    ("csr", "CSR", "max"),
+    ("amcl", "AMCL", "max"),
+    ("mcl", "MCL", "max"),
+    ("rf", "RF", "min"),
+    ("ws", "WS", "max"),
+    ("dua", "DUA", "max"),
+    ("icra", "ICRA", "max"),
+)
 
 
 def chains_of(samples: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -56,21 +74,44 @@ def unbroken_chains(chain: Mapping[str, Any]) -> list[int]:
 
 
 def section_causalstep(b: Builder, entries: list[Entry]) -> Section:
-    sec = Section("causalstep", "CausalStep", intro=(
-        "Stepwise causal reasoning over segmented videos, replayed with the paper's Algorithm 1 (Table 3 layout). "
-        "CSR, DUA, ICRA in %; AMCL/MCL in questions; RF restarts per video; WS the weighted score. "
-        + variant_note(entries)))
-    cols = [Col(name, best=how) for _, name, how in CS_METRICS] + [Col("WS max"), Col("videos"), Col("incomplete videos"),
-                                                                  Col("unparseable")]
+    sec = Section(
+        "causalstep",
+        "CausalStep",
+        intro=(
+            "Stepwise causal reasoning over segmented videos, replayed with the paper's Algorithm 1 (Table 3 layout). "
+            "CSR, DUA, ICRA in %; AMCL/MCL in questions; RF restarts per video; WS the weighted score. "
+            + variant_note(entries)
+        ),
+    )
+    cols = [Col(name, best=how) for _, name, how in CS_METRICS] + [
+        Col("WS max"),
+        Col("videos"),
+        Col("incomplete videos"),
+        Col("unparseable"),
+    ]
     rows = []
     for e in entries:
         m = e.m(None)
-        rows.append((e.label, [fmt(m.get(k)) if k in m else "—" for k, _, _ in CS_METRICS]
-                     + [fmt(m.get(k)) if k in m else "—" for k in ("ws_max", "videos", "incomplete_videos", "parse_fail")]))
+        rows.append(
+            (
+                e.label,
+                [fmt(m.get(k)) if k in m else "—" for k, _, _ in CS_METRICS]
+                + [fmt(m.get(k)) if k in m else "—" for k in ("ws_max", "videos", "incomplete_videos", "parse_fail")],
+            )
+        )
     ref, source = paper_rows(PAPER_ROWS["causalstep"], cols, b.paper)
-    sec.blocks.append(Table("causalstep-main", "Seven diagnostic metrics (paper Table 3 layout)", cols, rows, ref, source,
-                            note="WS max: the mean over videos of N(N+1)/2, the score of a perfect chain on this data. "
-                                 "Incomplete videos (a --limit cut their requests) are left out of the chain metrics."))
+    sec.blocks.append(
+        Table(
+            "causalstep-main",
+            "Seven diagnostic metrics (paper Table 3 layout)",
+            cols,
+            rows,
+            ref,
+            source,
+            note="WS max: the mean over videos of N(N+1)/2, the score of a perfect chain on this data. "
+            "Incomplete videos (a --limit cut their requests) are left out of the chain metrics.",
+        )
+    )
     cats = sorted({c for e in entries for c in dict_metric(e.m(None), "by_category")})
     if cats:
         ccols = [Col(name) for _, name, _ in CS_METRICS] + [Col("videos")]
@@ -79,12 +120,33 @@ def section_causalstep(b: Builder, entries: list[Entry]) -> Section:
             for e in entries:
                 by = dict_metric(e.m(None), "by_category")
                 if isinstance(by.get(c), dict):
-                    crows.append((f"{e.label} · {c}", [fmt(by[c].get(k)) if k in by[c] else "—" for k, _, _ in CS_METRICS]
-                                  + [fmt(by[c].get("videos")) if "videos" in by[c] else "—"]))
+                    crows.append(
+                        (
+                            f"{e.label} · {c}",
+                            [fmt(by[c].get(k)) if k in by[c] else "—" for k, _, _ in CS_METRICS]
+                            + [fmt(by[c].get("videos")) if "videos" in by[c] else "—"],
+                        )
+                    )
         sec.blocks.append(Table("causalstep-category", "By video category", ccols, crows, first="model · category"))
-        panels = [(name, cats, {e.label: [num(dict_metric(e.m(None), "by_category").get(c, {}).get(k)) if isinstance(dict_metric(e.m(None), "by_category").get(c), dict) else None
-                                          for c in cats] for e in entries}) for k, name in (("csr", "CSR %"), ("dua", "DUA %"), ("icra", "ICRA %"))]
-        fig = b.figure("causalstep-category", "By category", lambda: b.plotter.panels_figure("CausalStep by category", panels))
+        panels = [
+            (
+                name,
+                cats,
+                {
+                    e.label: [
+                        num(dict_metric(e.m(None), "by_category").get(c, {}).get(k))
+                        if isinstance(dict_metric(e.m(None), "by_category").get(c), dict)
+                        else None
+                        for c in cats
+                    ]
+                    for e in entries
+                },
+            )
+            for k, name in (("csr", "CSR %"), ("dua", "DUA %"), ("icra", "ICRA %"))
+        ]
+        fig = b.figure(
+            "causalstep-category", "By category", lambda: b.plotter.panels_figure("CausalStep by category", panels)
+        )
         if fig:
             sec.blocks.append(fig)
 
@@ -97,10 +159,16 @@ def section_causalstep(b: Builder, entries: list[Entry]) -> Section:
             data[f"every unbroken chain|{e.label}"] = [n for c in chains for n in unbroken_chains(c)] or [0]
             data[f"restarts per video|{e.label}"] = [int(c.get("restarts") or 0) for c in chains]
     if data:
-        fig = b.figure("causalstep-chains", "Chain-length distributions",
-                       lambda: b.plotter.histograms("CausalStep chains (from the logged samples)", data,
-                                                    ("questions answered in a row", "questions answered in a row", "restarts"),
-                                                    panels=("longest chain per video", "every unbroken chain", "restarts per video")))
+        fig = b.figure(
+            "causalstep-chains",
+            "Chain-length distributions",
+            lambda: b.plotter.histograms(
+                "CausalStep chains (from the logged samples)",
+                data,
+                ("questions answered in a row", "questions answered in a row", "restarts"),
+                panels=("longest chain per video", "every unbroken chain", "restarts per video"),
+            ),
+        )
         if fig:
             sec.blocks.append(fig)
     elif have and not note:

@@ -49,12 +49,21 @@ def video_chain(items: Items) -> dict[str, Any]:
         replay = replay_chain(n, lambda kind, segment: bool(by_key[(kind, segment)]["correct"]), restart)
     except KeyError as exc:
         kind, segment = exc.args[0]
-        return {"video_id": video_id, "category": first["category"], "complete": False,
-                "missing": request_id(video_id, segment, kind)}
+        return {
+            "video_id": video_id,
+            "category": first["category"],
+            "complete": False,
+            "missing": request_id(video_id, segment, kind),
+        }
     out = {"video_id": video_id, "category": first["category"], "complete": True, **replay.to_dict()}
     out["steps"] = [
-        {"step": k, ID_FIELD: request_id(video_id, s["segment"], s["kind"]), **s,
-         "pred": by_key[(s["kind"], s["segment"])]["pred"], "gold": by_key[(s["kind"], s["segment"])]["gold"]}
+        {
+            "step": k,
+            ID_FIELD: request_id(video_id, s["segment"], s["kind"]),
+            **s,
+            "pred": by_key[(s["kind"], s["segment"])]["pred"],
+            "gold": by_key[(s["kind"], s["segment"])]["gold"],
+        }
         for k, s in enumerate(out["steps"], start=1)
     ]
     return out
@@ -78,6 +87,7 @@ def _mean(values: Sequence[float]) -> float:
 
 
 # ------------------------------------------------------------------------ the paper's seven metrics
+
 
 def chain_success_rate(items: Items) -> float:
     """CSR: % of videos whose whole chain was answered without a wrong answer."""
@@ -121,6 +131,7 @@ def isolated_causal_accuracy(items: Items) -> float:
 
 # ------------------------------------------------------------------------ counts and breakdowns
 
+
 def complete_videos(items: Items) -> int:
     return len(complete_chains(items))
 
@@ -135,48 +146,78 @@ def parse_failures(items: Items) -> int:
 
 def per_category(metrics: Mapping[str, Aggregation]) -> Aggregation:
     """The ``metrics`` (name -> aggregation) per video category, categories sorted by name."""
+
     def aggregate(items: Items) -> dict[str, dict[str, Any]]:
         groups: dict[str, list[Mapping[str, Any]]] = {}
         for item in items:
             groups.setdefault(item["category"] or NO_CATEGORY, []).append(item)
-        return {category: {name: metric(groups[category]) for name, metric in metrics.items()}
-                for category in sorted(groups)}
+        return {
+            category: {name: metric(groups[category]) for name, metric in metrics.items()}
+            for category in sorted(groups)
+        }
+
     return aggregate
 
 
 # ------------------------------------------------------------------------ error bars: every resample at once (issue 40)
 
 # Per item: the video's complete chain on the row of its first request (complete, completed, longest run,
-# restarts, weighted score, perfect score; an incomplete video's row zeros), and each request's own
-# descriptive and isolated counts (asked, right). Videos are the cluster unit, so a resample takes a video's
-# rows together and the sums give every chain metric but MCL (a maximum: the generic route).
-_COMPLETE, _COMPLETED, _LONGEST, _RESTARTS, _SCORE, _PERFECT, _DESC, _DESC_RIGHT, _ISO, _ISO_RIGHT = range(10)
+# restarts, weighted score, perfect score; an incomplete video's row zeros), each request's own
+# descriptive and isolated counts (asked, right), then the chain's longest run as a count per length
+# (0, 1, ... the longest in the data): MCL, a maximum, is the longest length a resample counts. Videos
+# are the cluster unit, so a resample takes a video's rows together and the sums give every chain metric.
+_COMPLETE, _COMPLETED, _LONGEST, _RESTARTS, _SCORE, _PERFECT, _DESC, _DESC_RIGHT, _ISO, _ISO_RIGHT, _LENGTHS = range(11)
 
 
 def chain_columns(items: Items) -> np.ndarray:
-    out = np.zeros((len(items), 10))
+    complete = complete_chains(items)
+    longest = max((int(c["longest_chain"]) for c in complete), default=0)
+    out = np.zeros((len(items), _LENGTHS + longest + 1))
     first_row: dict[str, int] = {}
     for k, item in enumerate(items):
         first_row.setdefault(item["video_id"], k)
         if item["kind"] == DESC:
-            out[k, _DESC:_DESC + 2] = (1, bool(item["correct"]))
+            out[k, _DESC : _DESC + 2] = (1, bool(item["correct"]))
         elif item["kind"] == ISOLATED:
-            out[k, _ISO:_ISO + 2] = (1, bool(item["correct"]))
-    for chain in complete_chains(items):
-        n = chain["n_segments"]
-        out[first_row[chain["video_id"]], :_DESC] = (1, bool(chain["completed"]), chain["longest_chain"],
-                                                     chain["restarts"], chain["score"], n * (n + 1) / 2)
+            out[k, _ISO : _ISO + 2] = (1, bool(item["correct"]))
+    for chain in complete:
+        n, row = chain["n_segments"], first_row[chain["video_id"]]
+        out[row, :_DESC] = (
+            1,
+            bool(chain["completed"]),
+            chain["longest_chain"],
+            chain["restarts"],
+            chain["score"],
+            n * (n + 1) / 2,
+        )
+        out[row, _LENGTHS + int(chain["longest_chain"])] = 1
     return out
+
+
+def _longest_counted(sums: np.ndarray, full: np.ndarray) -> np.ndarray:
+    """MCL: the longest run a resample's complete chains hold (0 without any, as ``max(..., default=0)``)."""
+    counted = sums[:, _LENGTHS:] > 0
+    lengths = np.arange(counted.shape[1], dtype=float)
+    return np.where(counted, lengths[None, :], 0.0).max(axis=1, initial=0.0)
 
 
 def _per(numerator: int, denominator: int, scale: float = 1.0) -> Sufficient:
     """scale * sum(numerator) / sum(denominator), 0.0 without any (as ``_mean`` and ``accuracy`` say)."""
+
     def value(sums: np.ndarray, full: np.ndarray) -> np.ndarray:
         den = sums[:, denominator]
         return np.where(den > 0, scale * sums[:, numerator] / np.where(den > 0, den, 1.0), 0.0)
+
     return Sufficient(chain_columns, value)
 
 
-SUFFICIENT = {"csr": _per(_COMPLETED, _COMPLETE, 100.0), "amcl": _per(_LONGEST, _COMPLETE),
-              "rf": _per(_RESTARTS, _COMPLETE), "ws": _per(_SCORE, _COMPLETE), "ws_max": _per(_PERFECT, _COMPLETE),
-              "dua": _per(_DESC_RIGHT, _DESC, 100.0), "icra": _per(_ISO_RIGHT, _ISO, 100.0)}
+SUFFICIENT = {
+    "csr": _per(_COMPLETED, _COMPLETE, 100.0),
+    "amcl": _per(_LONGEST, _COMPLETE),
+    "rf": _per(_RESTARTS, _COMPLETE),
+    "ws": _per(_SCORE, _COMPLETE),
+    "ws_max": _per(_PERFECT, _COMPLETE),
+    "dua": _per(_DESC_RIGHT, _DESC, 100.0),
+    "icra": _per(_ISO_RIGHT, _ISO, 100.0),
+    "mcl": Sufficient(chain_columns, _longest_counted),
+}

@@ -12,20 +12,35 @@ from typing import Any
 from lmms_eval_plugins.benchmark import Benchmark, Metric, task_folder
 from lmms_eval_plugins.benchmarks.causalstep import scoring as s
 
-_RUN_COUNTS = (Metric("skipped", False, unit="count"), Metric("unscored", False, unit="count"),
-               Metric("skipped_by_reason", False, unit="dict"))
+_RUN_COUNTS = (
+    Metric("skipped", False, unit="count"),
+    Metric("unscored", False, unit="count"),
+    Metric("skipped_by_reason", False, unit="dict"),
+)
 
 
-def _metric(name: str, higher_is_better: bool, aggregate: s.Aggregation, *, logs_chain: bool = False,
-            **kw: Any) -> Metric:
-    return Metric(name, higher_is_better, aggregate=aggregate, per_item=None if logs_chain else s.request_item,
-                  sufficient=s.SUFFICIENT.get(name), **kw)
+def _metric(
+    name: str, higher_is_better: bool, aggregate: s.Aggregation, *, logs_chain: bool = False, **kw: Any
+) -> Metric:
+    return Metric(
+        name,
+        higher_is_better,
+        aggregate=aggregate,
+        per_item=None if logs_chain else s.request_item,
+        sufficient=s.SUFFICIENT.get(name),
+        **kw,
+    )
 
 
 # "number": a plain number on its own scale (questions, restarts per video, points), not a percentage.
 CHAIN_METRICS = (
-    _metric("csr", True, s.chain_success_rate, paper_name="CSR",
-            description="chain success rate: share of videos whose whole causal chain was answered right"),
+    _metric(
+        "csr",
+        True,
+        s.chain_success_rate,
+        paper_name="CSR",
+        description="chain success rate: share of videos whose whole causal chain was answered right",
+    ),
     _metric("amcl", True, s.average_max_chain_length, paper_name="AMCL", unit="number"),
     _metric("mcl", True, s.max_chain_length, paper_name="MCL", unit="number"),
     _metric("rf", False, s.restart_frequency, paper_name="RF", unit="number"),

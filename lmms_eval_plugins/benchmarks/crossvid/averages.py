@@ -34,7 +34,7 @@ TASKS = (*(task for d in DIMENSIONS for task in d.tasks), FREE_FORM)
 def task_code(name: str) -> str:
     """``crossvid_bu_sample``, ``crossvid_bu``, ``bu`` -> ``BU``."""
     code = str(name).strip()
-    code = code[len("crossvid_"):] if code.lower().startswith("crossvid_") else code
+    code = code[len("crossvid_") :] if code.lower().startswith("crossvid_") else code
     code = code[: -len("_sample")] if code.lower().endswith("_sample") else code
     return code.upper()
 

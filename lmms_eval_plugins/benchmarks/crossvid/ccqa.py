@@ -106,7 +106,11 @@ def rubric_official_nan_count(details: Iterable[Any]) -> int:
     """Judged questions whose official points are not a number (a NaN or infinite entry in the judge's
     lists): while one is there, the official CCQA score is NaN (or infinite), and so is
     :func:`rubric_micro_average`. Reported beside the score in strict mode."""
-    return sum(1 for d in _rubric_details(details) if not math.isfinite(_as_float(official_sum(d["coverage"], d["correctness"]))))
+    return sum(
+        1
+        for d in _rubric_details(details)
+        if not math.isfinite(_as_float(official_sum(d["coverage"], d["correctness"])))
+    )
 
 
 def rubric_per_question_mean(details: Iterable[Any]) -> float:

@@ -49,7 +49,7 @@ def official_allocation(lengths: Sequence[float], total: int) -> list[int]:
     quotas = [(x / whole) * total for x in lengths]
     parts = [math.floor(q) for q in quotas]
     spare = total - sum(parts)
-    for i in sorted(range(len(quotas)), key=lambda i: -(quotas[i] - math.floor(quotas[i])))[:max(spare, 0)]:
+    for i in sorted(range(len(quotas)), key=lambda i: -(quotas[i] - math.floor(quotas[i])))[: max(spare, 0)]:
         parts[i] += 1
     return parts
 
@@ -95,16 +95,22 @@ def group_indices(group: MediaGroup, k: int, size: tuple[int, float], index_rule
     return frame_plan(n, fps, k, intervals, index_rule)  # type: ignore[arg-type]
 
 
-def plan_indices(task: str, budget: int, groups: Sequence[MediaGroup], sizes: Sequence[tuple[int, float]],
-                 index_rule: str = DEFAULT_INDEX_RULE) -> list[list[int]]:
+def plan_indices(
+    task: str,
+    budget: int,
+    groups: Sequence[MediaGroup],
+    sizes: Sequence[tuple[int, float]],
+    index_rule: str = DEFAULT_INDEX_RULE,
+) -> list[list[int]]:
     """Per video/segment/view, the frames it shows (:func:`group_indices` under :func:`frame_budgets`).
     Pure: ``sizes`` as in :func:`group_indices`. Under ``linspace`` a group may show none."""
     budgets = frame_budgets(task, budget, _lengths(groups, index_rule), index_rule)
     return [group_indices(g, k, size, index_rule) for g, k, size in zip(groups, budgets, sizes)]
 
 
-def official_frame_drop(task: str, budget: int, groups: Sequence[MediaGroup],
-                        sizes: Sequence[tuple[int, float]]) -> str:
+def official_frame_drop(
+    task: str, budget: int, groups: Sequence[MediaGroup], sizes: Sequence[tuple[int, float]]
+) -> str:
     """Why the official script drops a record for its frames ("" when it keeps it): it crashes on
     every one of its three tries, then leaves the record out of its results and its denominator.
 
@@ -155,24 +161,36 @@ def _official_view(sampled: SampledFrames, k: int) -> SampledFrames:
     where = {p: j for j, p in enumerate(sampled.indices)}
     if any(p not in where for p in positions):
         return sampled  # a placeholder for an unreadable folder (its record is left out of every metric)
-    return SampledFrames(frames=[sampled.frames[where[p]] for p in positions],
-                         timestamps=[p / sampled.fps for p in positions], indices=positions, path=sampled.path,
-                         fps=sampled.fps,
-                         frame_numbers=[sampled.frame_numbers[where[p]] for p in positions],
-                         source_size=sampled.source_size)
+    return SampledFrames(
+        frames=[sampled.frames[where[p]] for p in positions],
+        timestamps=[p / sampled.fps for p in positions],
+        indices=positions,
+        path=sampled.path,
+        fps=sampled.fps,
+        frame_numbers=[sampled.frame_numbers[where[p]] for p in positions],
+        source_size=sampled.source_size,
+    )
 
 
 def _sample_group(rec: CrossVidRecord, group: MediaGroup, k: int) -> SampledFrames:
     """One video, group of intervals or view under the official rule, each on its own budget."""
     if group.kind == "folder":
-        sampled = sample_frame_folder(group.path, k, max_long_side=_side(rec), record_id=rec.record,
-                                      root=rec.media_root or None, index_rule="linspace", by_name=True)
+        sampled = sample_frame_folder(
+            group.path,
+            k,
+            max_long_side=_side(rec),
+            record_id=rec.record,
+            root=rec.media_root or None,
+            index_rule="linspace",
+            by_name=True,
+        )
         return _official_view(sampled, k)
     if k <= 0:  # the official scripts show the label alone
         return _no_frames(group.path)
     intervals = list(group.intervals) if group.intervals else None
-    return sample_video(group.path, k, intervals=intervals, max_long_side=_side(rec), record_id=rec.record,
-                        index_rule="linspace")
+    return sample_video(
+        group.path, k, intervals=intervals, max_long_side=_side(rec), record_id=rec.record, index_rule="linspace"
+    )
 
 
 def sample_frames(doc: Mapping[str, Any] | CrossVidRecord) -> list[SampledFrames]:
@@ -184,9 +202,12 @@ def sample_frames(doc: Mapping[str, Any] | CrossVidRecord) -> list[SampledFrames
         _require_budget(rec, budgets)
         return [_sample_group(rec, g, k) for g, k in zip(groups, budgets)]
     if groups[0].kind == "folder":
-        out = [sample_frame_folder(g.path, k, max_long_side=_side(rec), record_id=rec.record,
-                                   root=rec.media_root or None, index_rule=rule)
-               for g, k in zip(groups, budgets)]
+        out = [
+            sample_frame_folder(
+                g.path, k, max_long_side=_side(rec), record_id=rec.record, root=rec.media_root or None, index_rule=rule
+            )
+            for g, k in zip(groups, budgets)
+        ]
     else:
         requests = [VideoRequest(g.path, list(g.intervals) if g.intervals else None, rec.record) for g in groups]
         if task in PROPORTIONAL:
@@ -208,8 +229,12 @@ def _require_frames(rec: CrossVidRecord, counts: Sequence[int]) -> None:
     """``centre`` rule: every label needs a frame (it promises one to each when the budget allows)."""
     for g, count in zip(rec.media, counts):
         if count == 0:
-            raise MediaError(f"no frame could be sampled for {g.label}", record=rec.record, path=g.path,
-                             fix="raise the frame budget ('frames' in the source file) to at least one frame per video")
+            raise MediaError(
+                f"no frame could be sampled for {g.label}",
+                record=rec.record,
+                path=g.path,
+                fix="raise the frame budget ('frames' in the source file) to at least one frame per video",
+            )
 
 
 def media_sizes(doc: Mapping[str, Any] | CrossVidRecord) -> list[tuple[int, float]]:
@@ -225,8 +250,9 @@ def media_sizes(doc: Mapping[str, Any] | CrossVidRecord) -> list[tuple[int, floa
     return sizes
 
 
-def plan_frames(doc: Mapping[str, Any] | CrossVidRecord
-                ) -> list[tuple[int, list[float], list[int], tuple[int, int] | None]]:
+def plan_frames(
+    doc: Mapping[str, Any] | CrossVidRecord,
+) -> list[tuple[int, list[float], list[int], tuple[int, int] | None]]:
     """Per video/view: (frame count, timestamps, positions, source size), without decoding frames.
 
     Gives exactly what :func:`sample_frames` returns (a test checks it); simple model classes need
@@ -242,8 +268,7 @@ def plan_frames(doc: Mapping[str, Any] | CrossVidRecord
         if g.kind == "folder":
             size = None
             if indices:
-                files = frame_files(g.path, rec.record, root=rec.media_root or None,
-                                    by_name=rule == "linspace")
+                files = frame_files(g.path, rec.record, root=rec.media_root or None, by_name=rule == "linspace")
                 with Image.open(files[indices[0]][1]) as im:
                     size = im.size
             out.append((len(indices), [float(p) for p in indices], indices, size))

@@ -43,12 +43,14 @@ PROMPTS: dict[str, str] = {
     "NC": (
         "\nProvide you four videos and a single-choice question with only one correct option.\n"
         "Watch the videos carefully, and think about the question based on the information from the four videos.\n"
-        + _SINGLE + _CHOICE_TAIL
+        + _SINGLE
+        + _CHOICE_TAIL
     ),
     "CC": (
         "\nProvide you four videos and a single-choice question with only one correct option.\n"
         "Watch the videos carefully, and think about the question based on the information from these videos.\n"
-        + _SINGLE + _CHOICE_TAIL
+        + _SINGLE
+        + _CHOICE_TAIL
     ),
     "PEA": (
         "\nProvide you three videos assembling the same toy car and a single-choice question.\n"
@@ -59,12 +61,14 @@ PROMPTS: dict[str, str] = {
         "- shouldn't have happened: this action is unnecessary in the assembly.\n"
         "- wrong position: the two parts are not attached at their correct position.\n"
         "Watch the videos carefully, and think about the question based on the information from these videos.\n"
-        + _SINGLE + _CHOICE_TAIL
+        + _SINGLE
+        + _CHOICE_TAIL
     ),
     "PI": (
         "\nProvide you the beginning and the ending of a movie clip, what is most likely to happen in the middle?\n"
         "Watch the video segments carefully, and think about the question based on the context information.\n"
-        + _SINGLE + "\n\nOptions:\n{OPTIONS}\n\nInput frames:\n{FRAMES}\n\nYour answer:\n"
+        + _SINGLE
+        + "\n\nOptions:\n{OPTIONS}\n\nInput frames:\n{FRAMES}\n\nYour answer:\n"
     ),
     "FSA": (
         "\nProvide you two cooking videos, which step in Video 2 is functionally equivalent to the step shown between "
@@ -100,6 +104,7 @@ def fill(template: str, values: Mapping[str, Any]) -> str:
 
 # ----------------------------------------------------------------------------------------------- boxes (MSR/MOC)
 
+
 def ordinal(n: int) -> str:
     """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st (the official script writes 21th, 22th)."""
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
@@ -118,8 +123,9 @@ def box_scale(size: tuple[int, int] | None, max_long_side: int | None) -> float:
     return max_long_side / max(size)
 
 
-def object_lines(objects: Sequence[ObjectRef], positions: Mapping[str, Sequence[int]],
-                 scales: Mapping[str, float]) -> list[str]:
+def object_lines(
+    objects: Sequence[ObjectRef], positions: Mapping[str, Sequence[int]], scales: Mapping[str, float]
+) -> list[str]:
     """The "Objects information" lines: for each object (view A first, then view B, each in order of
     first appearance), its box in the first sampled frame of its view where it is annotated, scaled
     to the resized frame and truncated to integers as the official ``process_frame`` does, the frame
@@ -137,8 +143,10 @@ def object_lines(objects: Sequence[ObjectRef], positions: Mapping[str, Sequence[
             if box is not None:
                 s = scales[view]
                 coords = [int(v * s) for v in (box.xtl, box.ytl, box.xbr, box.ybr)]
-                lines.append(f"{ref.name} appears in {official_ordinal(j + 1)} frame of view {view} with bbox "
-                             f"[{', '.join(map(str, coords))}]")
+                lines.append(
+                    f"{ref.name} appears in {official_ordinal(j + 1)} frame of view {view} with bbox "
+                    f"[{', '.join(map(str, coords))}]"
+                )
                 break
         else:
             lines.append(f"{ref.name} does not appear in the sampled frames of view {view}")
@@ -147,8 +155,13 @@ def object_lines(objects: Sequence[ObjectRef], positions: Mapping[str, Sequence[
 
 # ----------------------------------------------------------------------------------------------- prompts
 
-def _prompt_values(rec: CrossVidRecord, timestamps: Sequence[Sequence[float]],
-                   positions: Sequence[Sequence[int]], sizes: Sequence[tuple[int, int] | None]) -> dict[str, Any]:
+
+def _prompt_values(
+    rec: CrossVidRecord,
+    timestamps: Sequence[Sequence[float]],
+    positions: Sequence[Sequence[int]],
+    sizes: Sequence[tuple[int, int] | None],
+) -> dict[str, Any]:
     values = dict(rec.fields)
     if rec.task == "FSA":
         # the official script prints list(map(int, timestamps)): whole seconds, truncated
@@ -182,8 +195,9 @@ def label_groups(labels: Sequence[str], frames: Sequence[Sequence[Any]]) -> tupl
 def build_messages(doc: Mapping[str, Any] | CrossVidRecord, sampled: Sequence[SampledFrames]) -> list[dict[str, Any]]:
     """System prompt + one user turn: the task prompt with each label's frames at the frames slot."""
     rec = record_of(doc)
-    values = _prompt_values(rec, [s.timestamps for s in sampled], [s.indices for s in sampled],
-                            [s.source_size for s in sampled])
+    values = _prompt_values(
+        rec, [s.timestamps for s in sampled], [s.indices for s in sampled], [s.source_size for s in sampled]
+    )
     before, after = _halves(rec, values)
     groups, left = label_groups([g.text for g in rec.media], [s.frames for s in sampled])
     return interleaved_messages(before, groups, left + after, system=SYSTEM_PROMPT)

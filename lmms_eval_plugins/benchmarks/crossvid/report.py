@@ -35,7 +35,22 @@ PAPER_ROWS: dict[str, dict[str, Any]] = {
     "crossvid": {
         "source": "CrossVid paper, Table 2",
         "decimals": 1,
-        "columns": ["O.Avg", "BU", "NC", "CC", "PEA", "C.Avg", "PI", "FSA", "PSS", "T.Avg", "MSR", "MOC", "M.Avg", "CCQA"],
+        "columns": [
+            "O.Avg",
+            "BU",
+            "NC",
+            "CC",
+            "PEA",
+            "C.Avg",
+            "PI",
+            "FSA",
+            "PSS",
+            "T.Avg",
+            "MSR",
+            "MOC",
+            "M.Avg",
+            "CCQA",
+        ],
         "rows": {
             "Human": [89.2, 85.6, 92.3, 90.7, 83.9, 88.1, 91.6, 85.2, 89.9, 88.9, 93.2, 94.2, 93.7, 85.2],
             "Gemini-2.5-Pro": [50.4, 54.2, 51.8, 68.7, 44.1, 54.7, 76.5, 13.4, 78.2, 56.0, 32.0, 25.3, 28.7, 59.8],
@@ -50,12 +65,18 @@ PAPER_ROWS: dict[str, dict[str, Any]] = {
 
 # All from averages.DIMENSIONS (task names lower case, as the report's roles are).
 CV_DIMENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
-    (d.column, tuple(t.lower() for t in d.tasks)) for d in DIMENSIONS)
-CV_GROUPS = {**{key: d.title for d in DIMENSIONS for key in (*(t.lower() for t in d.tasks), d.column)},
-             FREE_FORM.lower(): FREE_FORM_TITLE}
+    (d.column, tuple(t.lower() for t in d.tasks)) for d in DIMENSIONS
+)
+CV_GROUPS = {
+    **{key: d.title for d in DIMENSIONS for key in (*(t.lower() for t in d.tasks), d.column)},
+    FREE_FORM.lower(): FREE_FORM_TITLE,
+}
 # The paper's Table 2 column order: O.Avg, each dimension's tasks then its average, the free-form task.
-CV_COLUMNS = (OVERALL, *(key for d in DIMENSIONS for key in (*(t.lower() for t in d.tasks), d.column)),
-              FREE_FORM.lower())
+CV_COLUMNS = (
+    OVERALL,
+    *(key for d in DIMENSIONS for key in (*(t.lower() for t in d.tasks), d.column)),
+    FREE_FORM.lower(),
+)
 CV_SCORE_KEYS = ("score", "accuracy", "acc")
 CV_TASKS = tuple(t.lower() for t in TASKS)
 # The task folder's own groups (lmms-eval aggregates ``score`` over their members): column -> role.
@@ -86,8 +107,10 @@ def crossvid_row(e: Entry) -> tuple[dict[str, float | None], set[str], list[str]
         if not math.isnan(averages[col]):
             out[col] = averages[col]
             if reported is not None and abs(reported - out[col]) > 0.005:
-                notes.append(f"{e.label}: lmms-eval's {e.tasks[group].task} score is {fmt(reported)}, "
-                             f"the mean of its tasks {fmt(out[col])} (shown)")
+                notes.append(
+                    f"{e.label}: lmms-eval's {e.tasks[group].task} score is {fmt(reported)}, "
+                    f"the mean of its tasks {fmt(out[col])} (shown)"
+                )
         elif reported is not None:
             out[col] = reported
         elif scores:
@@ -96,11 +119,16 @@ def crossvid_row(e: Entry) -> tuple[dict[str, float | None], set[str], list[str]
 
 
 def section_crossvid(b: Builder, entries: list[Entry]) -> Section:
-    sec = Section("crossvid", "CrossVid", intro=(
-        "Cross-video reasoning, ten tasks in four dimensions (the paper's Table 2 layout). Choice tasks: accuracy; "
-        "FSA: mean temporal IoU; PSS: exact order; CCQA: rubric score (micro-average). "
-        "C.Avg, T.Avg, M.Avg: means of their tasks; O.Avg: unweighted mean of the ten task scores. "
-        + variant_note(entries)))
+    sec = Section(
+        "crossvid",
+        "CrossVid",
+        intro=(
+            "Cross-video reasoning, ten tasks in four dimensions (the paper's Table 2 layout). Choice tasks: accuracy; "
+            "FSA: mean temporal IoU; PSS: exact order; CCQA: rubric score (micro-average). "
+            "C.Avg, T.Avg, M.Avg: means of their tasks; O.Avg: unweighted mean of the ten task scores. "
+            + variant_note(entries)
+        ),
+    )
     cols = [Col(key if "." in key else key.upper(), group=CV_GROUPS.get(key), best="max") for key in CV_COLUMNS]
     rows, any_incomplete, mismatch = [], False, []
     for e in entries:
@@ -118,10 +146,24 @@ def section_crossvid(b: Builder, entries: list[Entry]) -> Section:
                 cells.append(fmt(value))
         rows.append((e.label, cells))
     ref, source = paper_rows(PAPER_ROWS["crossvid"], cols, b.paper)
-    sec.blocks.append(Table("crossvid-main", "Ten tasks and dimension averages (paper Table 2 layout)", cols, rows, ref, source,
-                            note=("Counts after a score (unparseable answers, judge errors, skipped records) are that task's. "
-                                  + ("An average with a task missing or unscored is left out (—): the paper averages "
-                                     "all its tasks." if any_incomplete else ""))))
+    sec.blocks.append(
+        Table(
+            "crossvid-main",
+            "Ten tasks and dimension averages (paper Table 2 layout)",
+            cols,
+            rows,
+            ref,
+            source,
+            note=(
+                "Counts after a score (unparseable answers, judge errors, skipped records) are that task's. "
+                + (
+                    "An average with a task missing or unscored is left out (—): the paper averages all its tasks."
+                    if any_incomplete
+                    else ""
+                )
+            ),
+        )
+    )
     sec.blocks.extend(Note(n, "warn") for n in mismatch)
 
     count_cols = [Col("records"), Col("score"), Col("counts"), Col("other")]
@@ -131,13 +173,30 @@ def section_crossvid(b: Builder, entries: list[Entry]) -> Section:
             if t not in e.tasks:
                 continue
             m = e.m(t)
-            extra = [f"{k} {fmt(v)}" for k, v in m.items() if k not in CV_SCORE_KEYS and not isinstance(v, (dict, list))
-                     and k not in {name for name, _, _ in counts_of(m)}]
-            count_rows.append((f"{e.label} · {t.upper()}", [fmt(e.tasks[t].n_samples), fmt(_cv_score(m)), b.counts_cell(m),
-                                                             "; ".join(extra) or "—"]))
+            extra = [
+                f"{k} {fmt(v)}"
+                for k, v in m.items()
+                if k not in CV_SCORE_KEYS
+                and not isinstance(v, (dict, list))
+                and k not in {name for name, _, _ in counts_of(m)}
+            ]
+            count_rows.append(
+                (
+                    f"{e.label} · {t.upper()}",
+                    [fmt(e.tasks[t].n_samples), fmt(_cv_score(m)), b.counts_cell(m), "; ".join(extra) or "—"],
+                )
+            )
     if count_rows:
-        sec.blocks.append(Table("crossvid-counts", "Per task: records, counts and other metrics", count_cols, count_rows,
-                                first="model · task", note="counts: unparseable answers, judge errors, skipped records (0: none)."))
+        sec.blocks.append(
+            Table(
+                "crossvid-counts",
+                "Per task: records, counts and other metrics",
+                count_cols,
+                count_rows,
+                first="model · task",
+                note="counts: unparseable answers, judge errors, skipped records (0: none).",
+            )
+        )
 
     series = {}
     for e in entries:
@@ -145,8 +204,13 @@ def section_crossvid(b: Builder, entries: list[Entry]) -> Section:
         series[e.label] = [values.get(k) for k in CV_COLUMNS if k != "O.Avg"]
     if any(v is not None for vals in series.values() for v in vals):
         cats = [k if "." in k else k.upper() for k in CV_COLUMNS if k != "O.Avg"]
-        fig = b.figure("crossvid-tasks", "Task scores and dimension averages",
-                       lambda: b.plotter.bars_figure("CrossVid scores by task and dimension", cats, series, width=12, value_labels=False))
+        fig = b.figure(
+            "crossvid-tasks",
+            "Task scores and dimension averages",
+            lambda: b.plotter.bars_figure(
+                "CrossVid scores by task and dimension", cats, series, width=12, value_labels=False
+            ),
+        )
         if fig:
             sec.blocks.append(fig)
 
@@ -176,9 +240,14 @@ def section_crossvid(b: Builder, entries: list[Entry]) -> Section:
             panels.append((t.upper(), cats, {n: [100.0 * v.count(c) / len(v) for c in cats] for n, v in dists.items()}))
     if panels:
         for k in range(0, len(panels), 4):
-            chunk = panels[k:k + 4]
-            fig = b.figure(f"crossvid-pred-distribution-{k // 4}", "Prediction distributions",
-                           lambda c=chunk: b.plotter.panels_figure("CrossVid prediction distribution (% of records, from the logged samples)", c))
+            chunk = panels[k : k + 4]
+            fig = b.figure(
+                f"crossvid-pred-distribution-{k // 4}",
+                "Prediction distributions",
+                lambda c=chunk: b.plotter.panels_figure(
+                    "CrossVid prediction distribution (% of records, from the logged samples)", c
+                ),
+            )
             if fig:
                 sec.blocks.append(fig)
     sec.blocks.extend(missing_notes[:3])

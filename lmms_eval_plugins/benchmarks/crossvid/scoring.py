@@ -35,8 +35,8 @@ from lmms_eval_plugins.parsing import (
 )
 
 
-
 # ----------------------------------------------------------------------------------------------- scoring
+
 
 def parse_choice(response: str, letters: str, options: Sequence[str]) -> tuple[str | None, str | None]:
     """(letter, None) or (None, why): a bare letter, ``Answer: X``, ``\\boxed{X}``, the exact text of
@@ -98,11 +98,17 @@ def score_response(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
     if task == "CCQA":
         raise ValueError("CCQA replies are scored by the rubric judge (process_results_ccqa), not by score_response")
     text = response if isinstance(response, str) else ("" if response is None else str(response))
-    item: dict[str, Any] = {"id": rec.id, "task": task, "video_group": video_group(rec),
-                            "pred": None, "gold": None, "parse_error": None,
-                            "n_skipped": rec.n_skipped,
-                            "official_drop": rec.official_drop or None,
-                            "n_official_dropped": rec.n_official_dropped}
+    item: dict[str, Any] = {
+        "id": rec.id,
+        "task": task,
+        "video_group": video_group(rec),
+        "pred": None,
+        "gold": None,
+        "parse_error": None,
+        "n_skipped": rec.n_skipped,
+        "official_drop": rec.official_drop or None,
+        "n_official_dropped": rec.n_official_dropped,
+    }
     if isinstance(gold, LetterSetGold):  # BU
         parsed = parse_letter_set(text, rec.letters, prose=True)
         item["gold"] = "".join(gold.letters)
@@ -123,8 +129,11 @@ def score_response(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
         official = strict_interval(text)
         # a reply in the asked-for "s,e" form is read as the official float() reads it: default mode reads at
         # least what the official code reads ("1.2e+01,2.0e+01", "+3,+9", "3.,9."); anything else, robustly
-        parsed = (Parsed.success(official) if official is not None and all(map(math.isfinite, official))
-                  else parse_interval(text))
+        parsed = (
+            Parsed.success(official)
+            if official is not None and all(map(math.isfinite, official))
+            else parse_interval(text)
+        )
         target = gold.interval
         item["gold"] = list(target)
         robust = 0.0
@@ -152,6 +161,7 @@ def _mean_percent(values: Sequence[float]) -> float:
 
 # Aggregations: scored items in, one number out (spec.py names which metric uses which; the core
 # makes each null when an item is unscored: lmms_eval_plugins/task_hooks.py).
+
 
 def mean_score(items: Items) -> float:
     """The mean of ``score`` (robust, or official in strict mode), in percent."""
@@ -181,18 +191,28 @@ def reversed_intervals(items: Items) -> int:
 
 # ----------------------------------------------------------------------------------------------- CCQA
 
+
 def judge_item(response: str, doc: Mapping[str, Any]) -> JudgeItem:
     """What the rubric judge sees. An empty reply is still judged (all points uncovered), never dropped."""
     # strict: the judge's reply is read as the official scorer reads it (its first <score> block)
-    return JudgeItem(question=doc["question"], prediction=response or "", reference=doc["answer_text"],
-                     scoring_points=list(doc["scoring_points"]),
-                     extra={"score_block": "first"} if doc.get("strict") else {})
+    return JudgeItem(
+        question=doc["question"],
+        prediction=response or "",
+        reference=doc["answer_text"],
+        scoring_points=list(doc["scoring_points"]),
+        extra={"score_block": "first"} if doc.get("strict") else {},
+    )
 
 
 def ccqa_item(doc: Mapping[str, Any], outcome: Any) -> dict[str, Any]:
     """The per-question CCQA item: the judge's outcome (a ``JudgeOutcome``) as every CCQA metric reads it."""
-    return {"id": doc["id"], "task": "CCQA", "video_group": video_group(doc), "judge": outcome.to_dict(),
-            "n_skipped": int(doc.get("n_skipped") or 0)}
+    return {
+        "id": doc["id"],
+        "task": "CCQA",
+        "video_group": video_group(doc),
+        "judge": outcome.to_dict(),
+        "n_skipped": int(doc.get("n_skipped") or 0),
+    }
 
 
 def ccqa_micro_score(items: Items) -> float | None:

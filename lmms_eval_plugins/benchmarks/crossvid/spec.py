@@ -21,27 +21,61 @@ from lmms_eval_plugins.benchmarks.crossvid.scoring import (
 )
 
 # Counted by the core from the run (lmms_eval_plugins/task_hooks.py): no aggregation here.
-_RUN_COUNTS = (Metric("skipped", False, unit="count"), Metric("unscored", False, unit="count"),
-               Metric("skipped_by_reason", False, unit="dict"))
-_SCORE = Metric("score", True, paper_name="Acc", item_score="score", aggregate=mean_score,
-                description="accuracy, read robustly (FSA: mean IoU)")
-_SCORE_STRICT = Metric("score_strict", True, paper_name="Acc (official exact string)", item_score="strict",
-                       aggregate=mean_strict)
+_RUN_COUNTS = (
+    Metric("skipped", False, unit="count"),
+    Metric("unscored", False, unit="count"),
+    Metric("skipped_by_reason", False, unit="dict"),
+)
+_SCORE = Metric(
+    "score",
+    True,
+    paper_name="Acc",
+    item_score="score",
+    aggregate=mean_score,
+    description="accuracy, read robustly (FSA: mean IoU)",
+)
+_SCORE_STRICT = Metric(
+    "score_strict", True, paper_name="Acc (official exact string)", item_score="strict", aggregate=mean_strict
+)
 _PARSE_FAIL = Metric("parse_fail", False, unit="count", aggregate=parse_failures)
 # MSR/MOC: the records the official script drops; FSA: a video shorter than its frame slots (frames.frame_drop)
 _OFFICIAL_DROPPED = Metric("official_dropped", False, unit="count", aggregate=official_drops)
 
 CCQA_TEMPLATE = (
     # judged: a missing verdict leaves these unscored (null), never 0
-    Metric("score", True, aggregation="agg_ccqa_score", paper_name="Acc", aggregate=ccqa_micro_score, needs_judge=True,
-           description="judged score of the open answers"),
-    Metric("score_strict", True, aggregation="agg_ccqa_score", paper_name="Acc (official exact string)",
-           aggregate=ccqa_micro_score, needs_judge=True),
-    Metric("per_question_mean", True, aggregation="agg_ccqa_per_question_mean", aggregate=ccqa_per_question_mean,
-           needs_judge=True),
+    Metric(
+        "score",
+        True,
+        aggregation="agg_ccqa_score",
+        paper_name="Acc",
+        aggregate=ccqa_micro_score,
+        needs_judge=True,
+        description="judged score of the open answers",
+    ),
+    Metric(
+        "score_strict",
+        True,
+        aggregation="agg_ccqa_score",
+        paper_name="Acc (official exact string)",
+        aggregate=ccqa_micro_score,
+        needs_judge=True,
+    ),
+    Metric(
+        "per_question_mean",
+        True,
+        aggregation="agg_ccqa_per_question_mean",
+        aggregate=ccqa_per_question_mean,
+        needs_judge=True,
+    ),
     Metric("judge_errors", False, unit="count", aggregate=judge_failures),
-    Metric("official_nan", False, unit="count", aggregation="agg_ccqa_official_nan", aggregate=ccqa_official_nan,
-           description="questions whose official points are not a number (the official score is NaN then)"),
+    Metric(
+        "official_nan",
+        False,
+        unit="count",
+        aggregation="agg_ccqa_official_nan",
+        aggregate=ccqa_official_nan,
+        description="questions whose official points are not a number (the official score is NaN then)",
+    ),
     *_RUN_COUNTS,
 )
 FSA_TEMPLATE = (
@@ -50,8 +84,13 @@ FSA_TEMPLATE = (
     _PARSE_FAIL,
     Metric("reversed", False, unit="count", aggregate=reversed_intervals),
     _OFFICIAL_DROPPED,
-    Metric("official_nan", False, unit="count", aggregate=official_nan_count,
-           description="replies whose official IoU is NaN (a nan time): score_strict is NaN then, as officially"),
+    Metric(
+        "official_nan",
+        False,
+        unit="count",
+        aggregate=official_nan_count,
+        description="replies whose official IoU is NaN (a nan time): score_strict is NaN then, as officially",
+    ),
     *_RUN_COUNTS,
 )
 TEMPLATE = (_SCORE, _SCORE_STRICT, _PARSE_FAIL, *_RUN_COUNTS)

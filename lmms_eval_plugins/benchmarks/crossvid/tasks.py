@@ -114,21 +114,29 @@ HUB_REPO = "Chuntianli/CrossVid"
 
 # ----------------------------------------------------------------------------------------------- loading
 
+
 def _options(source_of: Mapping[str, Any]) -> dict[str, Any]:
     frames = source_of.get("frames", DEFAULT_FRAMES)
     if isinstance(frames, bool) or not isinstance(frames, int) or frames < 1:
-        raise DataError(f"'frames' in the crossvid source file must be a positive integer, got {frames!r}",
-                        fix="set the total frame budget per question, e.g. 128")
+        raise DataError(
+            f"'frames' in the crossvid source file must be a positive integer, got {frames!r}",
+            fix="set the total frame budget per question, e.g. 128",
+        )
     side = source_of.get("max_long_side", DEFAULT_MAX_LONG_SIDE)
     if side is not None and (isinstance(side, bool) or not isinstance(side, int) or side < 1):
         raise DataError(f"'max_long_side' must be a positive integer or null, got {side!r}", fix="e.g. 360")
     strict = source_of.get("strict", False)
     if not isinstance(strict, bool):
-        raise DataError(f"'strict' must be true or false, got {strict!r}", fix="strict: true reproduces the official exact-string scoring")
+        raise DataError(
+            f"'strict' must be true or false, got {strict!r}",
+            fix="strict: true reproduces the official exact-string scoring",
+        )
     rule = source_of.get("index_rule", DEFAULT_INDEX_RULE)
     if rule not in INDEX_RULES:
-        raise DataError(f"'index_rule' must be one of {', '.join(INDEX_RULES)}, got {rule!r}",
-                        fix="linspace: the official frame indices (default); centre: bin centres")
+        raise DataError(
+            f"'index_rule' must be one of {', '.join(INDEX_RULES)}, got {rule!r}",
+            fix="linspace: the official frame indices (default); centre: bin centres",
+        )
     return {"frames": frames, "max_long_side": side, "strict": strict or strict_mode(), "index_rule": rule}
 
 
@@ -139,10 +147,14 @@ def qa_path(root: Path, task: str) -> Path:
 def read_qa(root: Path, task: str) -> tuple[list[Any], Path]:
     path = qa_path(root, task)
     if not path.is_file():
-        raise DataError(f"the CrossVid {task} questions are missing", path=str(path), fix=f"use this layout: {LOCAL_LAYOUT}")
+        raise DataError(
+            f"the CrossVid {task} questions are missing", path=str(path), fix=f"use this layout: {LOCAL_LAYOUT}"
+        )
     raw = read_json(path)
     if not isinstance(raw, list) or not raw:
-        raise DataError(f"QA/{task}.json must be a non-empty JSON list", path=str(path), fix=f"use this layout: {LOCAL_LAYOUT}")
+        raise DataError(
+            f"QA/{task}.json must be a non-empty JSON list", path=str(path), fix=f"use this layout: {LOCAL_LAYOUT}"
+        )
     return raw, path
 
 
@@ -180,8 +192,9 @@ def load_docs(source_of: Mapping[str, Any], task: str, sample_dir: Path | None =
     ``process_docs_*`` hooks); a direct call without it reads this package's own task folder."""
     options = _options(source_of)
     sample_dir = sample_dir if sample_dir is not None else spec.BENCHMARK.tasks_dir / SAMPLE_DATA
-    source = resolve_source(BENCHMARK, source_of.get("source", "auto"), sample_dir=sample_dir, hub_repo=HUB_REPO,
-                            local_layout=LOCAL_LAYOUT)
+    source = resolve_source(
+        BENCHMARK, source_of.get("source", "auto"), sample_dir=sample_dir, hub_repo=HUB_REPO, local_layout=LOCAL_LAYOUT
+    )
     root, docs = _source_root(source, task)
     within = hub_store(root) if source.kind == "hub" else None
     for doc in docs:
@@ -251,6 +264,7 @@ def official_drop(doc: Mapping[str, Any], listed: dict[tuple[str, str | None], i
 
 def _process_docs_of(task: str) -> Callable[..., Any]:
     """The ``process_docs_<task>`` hook of one task (``sample_dir``: bound by the task folder's utils.py)."""
+
     def process_docs(dataset: Any, sample_dir: Path | None = None):
         return to_dataset(load_docs(source_spec(dataset), task, sample_dir), features=row_features(task))
 
@@ -298,5 +312,14 @@ def ccqa_unscoring(doc: Mapping[str, Any], outcome: Any) -> Any:
 
 
 # What the task YAMLs name (lmms_eval_plugins/task_hooks.py adds the aggregations from the spec).
-HOOKS = (*PROCESS_DOCS, "doc_to_visual", "doc_to_text", "doc_to_messages", "process_results", "process_results_ccqa",
-         "JudgeFilter", "judge_item", "group_mean")
+HOOKS = (
+    *PROCESS_DOCS,
+    "doc_to_visual",
+    "doc_to_text",
+    "doc_to_messages",
+    "process_results",
+    "process_results_ccqa",
+    "JudgeFilter",
+    "judge_item",
+    "group_mean",
+)

@@ -53,9 +53,13 @@ def record_of(doc: Mapping[str, Any]) -> Record:
     """The typed record a doc carries (what :meth:`Record.columns` wrote, as lmms-eval hands it back)."""
     missing = [f.name for f in _RECORD_FIELDS if f.name not in doc]
     if missing:
-        raise DataError(f"an ErrorRadar doc lacks the field(s) {', '.join(missing)}",
-                        record=str(doc.get("question_id", "?")),
-                        fix="build docs with errorradar's process_docs_step / process_docs_cate")
-    values = {f.name: int(doc[f.name]) if f.name in _INTEGERS else str(doc[f.name] if doc[f.name] is not None else "")
-              for f in _RECORD_FIELDS}
+        raise DataError(
+            f"an ErrorRadar doc lacks the field(s) {', '.join(missing)}",
+            record=str(doc.get("question_id", "?")),
+            fix="build docs with errorradar's process_docs_step / process_docs_cate",
+        )
+    values = {
+        f.name: int(doc[f.name]) if f.name in _INTEGERS else str(doc[f.name] if doc[f.name] is not None else "")
+        for f in _RECORD_FIELDS
+    }
     return Record(**values, n_rounds=int(doc.get(ROUNDS_FIELD) or 1), round=int(doc.get(ROUND_FIELD) or 0))

@@ -14,13 +14,19 @@ from typing import Any
 import numpy as np
 
 from lmms_eval_plugins.benchmark import Aggregation, Items
-from lmms_eval_plugins.metrics import (accuracy, breakdown, confusion_matrix, distribution, macro_prf, mean_std_by_key,
-                                       per_class_prf)
+from lmms_eval_plugins.metrics import (
+    accuracy,
+    breakdown,
+    confusion_matrix,
+    distribution,
+    macro_prf,
+    mean_std_by_key,
+    per_class_prf,
+)
 from lmms_eval_plugins.doc_fields import ROUND_FIELD, by_round, round_mean_std
 from lmms_eval_plugins.stats import Sufficient
 
 CATEGORIES = ("VIS", "CAL", "REAS", "KNOW", "MIS")  # the paper's column order (Tables 4-6)
-
 
 
 def item_accuracy(items: Items) -> float:
@@ -71,12 +77,16 @@ def prf_sufficient(field: str, code: str | None = None) -> Sufficient:
     resample, a class that the data holds (in gold or predictions) but the resample does not makes the
     metric undefined there (NaN): its precision and recall are 0/0, not a score of 0. So a run that is
     right on every item has standard error 0."""
+
     def value(sums: np.ndarray, full: np.ndarray) -> np.ndarray:
         t = sums.reshape(sums.shape[0], -1, len(CATEGORIES), 3)
         tp, n_pred, n_gold = t[..., 0], t[..., 1], t[..., 2]
         precision, recall = _divide(100.0 * tp, n_pred), _divide(100.0 * tp, n_gold)
-        values = {"precision": precision, "recall": recall,
-                  "f1": _divide(2.0 * precision * recall, precision + recall)}[field]
+        values = {
+            "precision": precision,
+            "recall": recall,
+            "f1": _divide(2.0 * precision * recall, precision + recall),
+        }[field]
         held = full.reshape(-1, len(CATEGORIES), 3)[..., 1:].sum(axis=-1) > 0
         values = np.where(held[None] & (n_pred + n_gold == 0), np.nan, values)
         per_round = values[..., CATEGORIES.index(code)] if code else values.mean(axis=2)
@@ -115,9 +125,11 @@ def round_std(metric: Aggregation) -> Aggregation:
 
 def round_mean_by_key(metric: Aggregation) -> Aggregation:
     """A breakdown per round, then its per-key mean over rounds (one round: the breakdown itself, counts stay ints)."""
+
     def aggregate(items: Items) -> Any:
         rounds = by_round(items)
         return metric(items) if len(rounds) <= 1 else mean_std_by_key([metric(r) for r in rounds])[0]
+
     return aggregate
 
 

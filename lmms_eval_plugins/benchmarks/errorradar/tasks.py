@@ -71,10 +71,25 @@ CATEGORY_KEYWORDS: dict[str, tuple[str, ...]] = {
     "CAL": ("calculation", "miscalculat", "computation", "arithmetic", "unit conversion"),
     "REAS": ("reasoning", "logic", "illogical", "inference"),
     "KNOW": ("knowledge", "conceptual misunderstand", "concept", "misconception"),
-    "MIS": ("misinterpret", "misunderstand", "misunderstood", "comprehension", "misread the question",
-            "misreading the question", "misreading of the question"),
+    "MIS": (
+        "misinterpret",
+        "misunderstand",
+        "misunderstood",
+        "comprehension",
+        "misread the question",
+        "misreading the question",
+        "misreading of the question",
+    ),
 }
-REQUIRED_COLUMNS = ("question_id", "content", "answer", "user_answer", "user_answer_steps", "error_step", "error_category")
+REQUIRED_COLUMNS = (
+    "question_id",
+    "content",
+    "answer",
+    "user_answer",
+    "user_answer_steps",
+    "error_step",
+    "error_category",
+)
 _GOLD_STEP = re.compile(r"^\s*step\s*(\d+)\s*$", re.IGNORECASE)
 _STEP_LINE = re.compile(r"^\s*step\s*(\d+)\s*[:.：]", re.IGNORECASE | re.MULTILINE)
 
@@ -96,7 +111,8 @@ STEP_PROMPT = (
     "Task Definition: You are an education expert proficient in K-12 mathematics. Your task is to identify the first "
     "step where the mistake occurred in the incorrect answer reasoning steps based on the following mathematical "
     "question (including the textual and visual parts), reference answer, and incorrect answer.\n\n"
-    "Output format:\n\nError Step: Step X\n\n" + _REFERENCE_BLOCK
+    "Output format:\n\nError Step: Step X\n\n"
+    + _REFERENCE_BLOCK
     + 'Instruction: Please provide the corresponding error step identification in the format "Error Step: Step X", '
     "without any additional content."
 )
@@ -117,13 +133,15 @@ CATE_PROMPT = (
     "division mistakes, or unit conversion errors, or errors in numerical symbols between multiple steps.\n\n"
     "★Misinterpretation of the Question: Failure to correctly understand the requirements of the question or "
     "misinterpreting the meaning of the question stem, leading to an irrelevant answer, such as answering with numbers "
-    "when letters are required, and vice versa.\n\n" + _REFERENCE_BLOCK
+    "when letters are required, and vice versa.\n\n"
+    + _REFERENCE_BLOCK
     + 'Instruction: Please provide the corresponding error category in the format "Error Category: X", without any '
     "additional content."
 )
 
 
 # ----------------------------------------------------------------------------------------------- records
+
 
 def category_code(text: str) -> str | None:
     parsed = match_category(text, CATEGORY_KEYWORDS)
@@ -147,12 +165,20 @@ def normalize_record(row: Mapping[str, str], *, line: int, path: Path) -> dict[s
     require_fields(row, REQUIRED_COLUMNS, record_id=record_id, path=path)
     gold_step = _GOLD_STEP.match(row["error_step"] or "")
     if gold_step is None:
-        raise DataError(f"error_step {row['error_step']!r} is not of the form 'Step N'", record=record_id,
-                        path=str(path), fix="write the first wrong step as 'Step N' (1-based)")
+        raise DataError(
+            f"error_step {row['error_step']!r} is not of the form 'Step N'",
+            record=record_id,
+            path=str(path),
+            fix="write the first wrong step as 'Step N' (1-based)",
+        )
     gold_category = category_code(row["error_category"] or "")
     if gold_category is None:
-        raise DataError(f"error_category {row['error_category']!r} matches none (or several) of {', '.join(CATEGORY_NAMES.values())}",
-                        record=record_id, path=str(path), fix="use one of the five category names")
+        raise DataError(
+            f"error_category {row['error_category']!r} matches none (or several) of {', '.join(CATEGORY_NAMES.values())}",
+            record=record_id,
+            path=str(path),
+            fix="use one of the five category names",
+        )
     steps_text = (row["user_answer_steps"] or "").strip()
     step_numbers = [int(n) for n in _STEP_LINE.findall(steps_text)]
     gold = int(gold_step.group(1))
@@ -174,12 +200,21 @@ def normalize_record(row: Mapping[str, str], *, line: int, path: Path) -> dict[s
 
 def _attach_local_images(records: list[dict[str, Any]], folder: Path) -> list[dict[str, Any]]:
     def check(record: dict[str, Any]) -> None:
-        found = find_with_extensions(folder, record["question_id"], IMAGE_EXTENSIONS, record=record["question_id"],
-                                     field="question_id", under="images")
+        found = find_with_extensions(
+            folder,
+            record["question_id"],
+            IMAGE_EXTENSIONS,
+            record=record["question_id"],
+            field="question_id",
+            under="images",
+        )
         if found is None:
-            raise MediaError("question image not found", record=record["question_id"],
-                             path=str(folder / "images" / f"{record['question_id']}.<{'|'.join(IMAGE_EXTENSIONS)}>"),
-                             fix=f"put the image there (layout: {LOCAL_LAYOUT}), or set LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA=1 to skip such records")
+            raise MediaError(
+                "question image not found",
+                record=record["question_id"],
+                path=str(folder / "images" / f"{record['question_id']}.<{'|'.join(IMAGE_EXTENSIONS)}>"),
+                fix=f"put the image there (layout: {LOCAL_LAYOUT}), or set LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA=1 to skip such records",
+            )
         record["image_path"] = str(found)
 
     return keep_records_with_media(BENCHMARK, records, check)
@@ -202,10 +237,19 @@ def _attach_hub_images(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         url = record["content_image"]
         if url and urllib.parse.urlsplit(url).scheme.lower() not in ("http", "https"):
             # file:// (or any other scheme) would read a local file outside the data and show it to the model
-            raise DataError(f"content_image {url!r} is not an http(s) URL", record=record["question_id"],
-                            fix="the hub CSV's content_image must be an http:// or https:// address")
-        dest = safe_path(folder, record["question_id"], record=record["question_id"], field="question_id", name=True,
-                         suffix=hub_image_suffix(url))
+            raise DataError(
+                f"content_image {url!r} is not an http(s) URL",
+                record=record["question_id"],
+                fix="the hub CSV's content_image must be an http:// or https:// address",
+            )
+        dest = safe_path(
+            folder,
+            record["question_id"],
+            record=record["question_id"],
+            field="question_id",
+            name=True,
+            suffix=hub_image_suffix(url),
+        )
         jobs.append((url, dest, record["question_id"]))
     outcomes = dict(zip((r["question_id"] for r in records), fetch_all(jobs)))
 
@@ -237,8 +281,9 @@ def load_records(source: DataSource) -> list[dict[str, Any]]:
 def _load_docs(dataset: Any, sample_dir: Path | None) -> tuple[list[dict[str, Any]], int]:
     """``sample_dir``: the bundled sample data beside the YAMLs lmms-eval loaded (task_hooks binds it)."""
     source_of = source_spec(dataset)
-    source = resolve_source(BENCHMARK, source_of.get("source", "auto"), sample_dir=sample_dir, hub_repo=HUB_REPO,
-                            local_layout=LOCAL_LAYOUT)
+    source = resolve_source(
+        BENCHMARK, source_of.get("source", "auto"), sample_dir=sample_dir, hub_repo=HUB_REPO, local_layout=LOCAL_LAYOUT
+    )
     return load_records(source), int(source_of.get("rounds", 1))
 
 
@@ -252,26 +297,42 @@ def category_response(code: str) -> str:
 
 def process_docs_step(dataset: Any, sample_dir: Path | None = None):
     records, rounds = _load_docs(dataset, sample_dir)
-    docs = [{**Record.of(r, n_rounds=rounds).columns(), ORACLE_FIELD: step_response(r["gold_step"]),
-             CHANCE_FIELD: [step_response(k) for k in range(1, r["n_steps"] + 1)]} for r in records]
+    docs = [
+        {
+            **Record.of(r, n_rounds=rounds).columns(),
+            ORACLE_FIELD: step_response(r["gold_step"]),
+            CHANCE_FIELD: [step_response(k) for k in range(1, r["n_steps"] + 1)],
+        }
+        for r in records
+    ]
     return to_dataset(with_rounds(stamp_skipped(docs, records), rounds))
 
 
 def process_docs_cate(dataset: Any, sample_dir: Path | None = None):
     records, rounds = _load_docs(dataset, sample_dir)
     chance = [category_response(code) for code in CATEGORIES]
-    docs = [{**Record.of(r, n_rounds=rounds).columns(), ORACLE_FIELD: category_response(r["gold_category"]),
-             CHANCE_FIELD: chance} for r in records]
+    docs = [
+        {
+            **Record.of(r, n_rounds=rounds).columns(),
+            ORACLE_FIELD: category_response(r["gold_category"]),
+            CHANCE_FIELD: chance,
+        }
+        for r in records
+    ]
     return to_dataset(with_rounds(stamp_skipped(docs, records), rounds))
 
 
 # ----------------------------------------------------------------------------------------------- prompts
 
+
 def _prompt_parts(template: str, record: Record) -> tuple[str, str]:
     """The prompt split at the image slot: (text before the image, text after it)."""
     filled = template.replace(IMAGE_SLOT, "\0").format(
-        content=record.content, answer=record.answer, user_answer=record.user_answer,
-        user_answer_steps=record.user_answer_steps)
+        content=record.content,
+        answer=record.answer,
+        user_answer=record.user_answer,
+        user_answer_steps=record.user_answer_steps,
+    )
     before, after = filled.split("\0")
     return before.rstrip(" "), after
 
@@ -319,11 +380,20 @@ def doc_to_messages_cate(doc, lmms_eval_specific_kwargs=None):
 
 # ----------------------------------------------------------------------------------------------- scoring
 
+
 def _result_item(record: Record, gold: Any, pred: Any, error: str | None) -> dict[str, Any]:
     # ``score``: the 0/1 lmms-eval's own clustered standard error and ``--baseline`` paired test read
     correct = pred is not None and pred == gold
-    return {"question_id": record.question_id, "question_type": record.question_type, "round": record.round,
-            "gold": gold, "pred": pred, "correct": correct, "parse_error": error, "score": float(correct)}
+    return {
+        "question_id": record.question_id,
+        "question_type": record.question_type,
+        "round": record.round,
+        "gold": gold,
+        "pred": pred,
+        "correct": correct,
+        "parse_error": error,
+        "score": float(correct),
+    }
 
 
 def score_step(doc: Mapping[str, Any], response: str) -> dict[str, Any]:
@@ -357,5 +427,14 @@ def process_results_cate(doc, results):
 
 
 # What the task YAMLs name (lmms_eval_plugins/task_hooks.py adds the aggregations from the spec).
-HOOKS = ("process_docs_step", "process_docs_cate", "doc_to_visual", "doc_to_text_step", "doc_to_text_cate",
-         "doc_to_messages_step", "doc_to_messages_cate", "process_results_step", "process_results_cate")
+HOOKS = (
+    "process_docs_step",
+    "process_docs_cate",
+    "doc_to_visual",
+    "doc_to_text_step",
+    "doc_to_text_cate",
+    "doc_to_messages_step",
+    "doc_to_messages_cate",
+    "process_results_step",
+    "process_results_cate",
+)

@@ -58,14 +58,14 @@ def simple_letter(text: str, letters: str) -> str | None:
     """The whole text is one letter, case-insensitive, with optional ``*_`~$`` marks, ``( )`` and
     trailing ``.!?:`` (official ``match_simple``)."""
     i = _skip(text, _skip(text, 0, None), _MARKS)
-    if text[i:i + 1] == "(":
+    if text[i : i + 1] == "(":
         i += 1
     i = _skip(text, i, None)
     letter = _letter_at(text, i, letters)
     if letter is None:
         return None
     i = _skip(text, i + 1, None)
-    if text[i:i + 1] == ")":
+    if text[i : i + 1] == ")":
         i += 1
     i = _skip(text, _skip(text, _skip(text, i, _MARKS), _END_PUNCT), None)
     return letter if i == len(text) else None
@@ -74,22 +74,22 @@ def simple_letter(text: str, letters: str) -> str | None:
 def _box_at(text: str, i: int, letters: str) -> str | None:
     """The letter of ``\\boxed{X}`` / ``\\boxed{\\text{X}}`` whose ``\\boxed`` ends at ``i``, else None."""
     i = _skip(text, i, None)
-    if text[i:i + 1] != "{":
+    if text[i : i + 1] != "{":
         return None
     i = _skip(text, i + 1, None)
     for command in _BOX_COMMANDS:
-        if text[i:i + len(command)].lower() == command:
+        if text[i : i + len(command)].lower() == command:
             i += len(command)
             break
     i = _skip(text, i, None)
-    if text[i:i + 1] == "{":
+    if text[i : i + 1] == "{":
         i += 1
     i = _skip(text, i, None)
     letter = _letter_at(text, i, letters)
     if letter is None:
         return None
     i = _skip(text, i + 1, None)
-    return letter if text[i:i + 1] == "}" else None  # "}" or "}}": either closes the official pattern
+    return letter if text[i : i + 1] == "}" else None  # "}" or "}}": either closes the official pattern
 
 
 def boxed_letter(text: str, letters: str) -> str | None:
@@ -153,7 +153,7 @@ def official_presence(reply: Any) -> str | None:
     letter = _letter_at(text, 0, "PN")
     if letter is not None:
         i = _skip(text, 1, None)
-        if text[i:i + 1] in _END_PUNCT:
+        if text[i : i + 1] in _END_PUNCT:
             i += 1
         if _skip(text, i, None) == len(text):
             return letter
@@ -168,8 +168,12 @@ def official_presence(reply: Any) -> str | None:
 # ------------------------------------------------------------------------------------------- gold labels
 
 # Tried in this order on the lower-cased label, as plain substrings (so "Visual Reasoning Error" is A).
-_GOLD_WORDS = (("A", ("visual", "perception")), ("B", ("reasoning",)), ("C", ("question", "comprehension")),
-               ("D", ("knowledge",)))
+_GOLD_WORDS = (
+    ("A", ("visual", "perception")),
+    ("B", ("reasoning",)),
+    ("C", ("question", "comprehension")),
+    ("D", ("knowledge",)),
+)
 
 
 def official_gold_letter(label: Any, letters: str = "ABCDE") -> str | None:
@@ -202,9 +206,9 @@ class OfficialReport:
     """The headline numbers of the official report (``compute_model_metrics``), accuracies in percent."""
 
     dataset_total: int  # every record the run loaded, asked or not
-    scored_total: int   # samples whose reply the official parser read
+    scored_total: int  # samples whose reply the official parser read
     correct: int
-    accuracy: float         # correct / scored_total; 0.0 when nothing was read (no NaN officially)
+    accuracy: float  # correct / scored_total; 0.0 when nothing was read (no NaN officially)
     strict_accuracy: float  # correct / dataset_total; 0.0 for an empty run
 
 
@@ -219,6 +223,10 @@ def official_report(outcomes: Sequence[tuple[bool, bool]], *, not_asked: int = 0
     scored = sum(1 for parsed, _ in outcomes if parsed)
     correct = sum(1 for parsed, right in outcomes if parsed and right)
     total = len(outcomes) + not_asked
-    return OfficialReport(dataset_total=total, scored_total=scored, correct=correct,
-                          accuracy=100.0 * correct / scored if scored else 0.0,
-                          strict_accuracy=100.0 * correct / total if total else 0.0)
+    return OfficialReport(
+        dataset_total=total,
+        scored_total=scored,
+        correct=correct,
+        accuracy=100.0 * correct / scored if scored else 0.0,
+        strict_accuracy=100.0 * correct / total if total else 0.0,
+    )

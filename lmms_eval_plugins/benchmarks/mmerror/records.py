@@ -33,8 +33,9 @@ class Record:
     @classmethod
     def of(cls, record: Mapping[str, Any], *, stage: str | None = None, official_not_asked: int = 0) -> Record:
         """From a loaded record (``normalize_record`` with its ``image_path``)."""
-        return cls(**{f.name: record[f.name] for f in _SAMPLE_FIELDS}, stage=stage,
-                   official_not_asked=official_not_asked)
+        return cls(
+            **{f.name: record[f.name] for f in _SAMPLE_FIELDS}, stage=stage, official_not_asked=official_not_asked
+        )
 
     def columns(self) -> dict[str, Any]:
         """The doc's columns: the sample's fields, then ``stage`` (EPD) or ``official_not_asked`` (ETC)."""
@@ -53,7 +54,13 @@ def record_of(doc: Mapping[str, Any]) -> Record:
     """The typed record a doc carries (what :meth:`Record.columns` wrote, as lmms-eval hands it back)."""
     missing = [f.name for f in _SAMPLE_FIELDS if f.name not in doc]
     if missing:
-        raise DataError(f"an MMErroR doc lacks the field(s) {', '.join(missing)}", record=str(doc.get("question_id", "?")),
-                        fix="build docs with mmerror's process_docs_etc / process_docs_epd")
-    return Record(**{f.name: str(doc[f.name] if doc[f.name] is not None else "") for f in _SAMPLE_FIELDS},
-                  stage=doc.get("stage") or None, official_not_asked=int(doc.get(OFFICIAL_NOT_ASKED_FIELD) or 0))
+        raise DataError(
+            f"an MMErroR doc lacks the field(s) {', '.join(missing)}",
+            record=str(doc.get("question_id", "?")),
+            fix="build docs with mmerror's process_docs_etc / process_docs_epd",
+        )
+    return Record(
+        **{f.name: str(doc[f.name] if doc[f.name] is not None else "") for f in _SAMPLE_FIELDS},
+        stage=doc.get("stage") or None,
+        official_not_asked=int(doc.get(OFFICIAL_NOT_ASKED_FIELD) or 0),
+    )

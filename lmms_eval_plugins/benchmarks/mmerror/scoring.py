@@ -37,7 +37,6 @@ from lmms_eval_plugins.metrics import (
 from lmms_eval_plugins.stats import Sufficient
 
 
-
 def replay_epd(items: Items, *, official: bool = False) -> tuple[list[dict[str, Any]], int]:
     """Replay the sequential two-stage protocol on the per-request items of EPD (``official``: with the
     official parser's readings of both stages, ``official_pred``, as the official runner decides).
@@ -65,12 +64,25 @@ def replay_epd(items: Items, *, official: bool = False) -> tuple[list[dict[str, 
             pred, error = NO_ERROR_LABEL, None
         elif decision == PRESENT:
             pred = second.get(key)
-            error = None if pred is not None else f"stage 2: {'official parser: unparsed' if official else second['parse_error']}"
+            error = (
+                None
+                if pred is not None
+                else f"stage 2: {'official parser: unparsed' if official else second['parse_error']}"
+            )
         else:
             pred, error = None, f"stage 1: {'official parser: unparsed' if official else first['parse_error']}"
-        outcomes.append({"question_id": question_id, "domain": first["domain"], "subdomain": first["subdomain"],
-                         "gold": first["label"], "pred": pred, "presence": decision,
-                         "correct": pred is not None and pred == first["label"], "parse_error": error})
+        outcomes.append(
+            {
+                "question_id": question_id,
+                "domain": first["domain"],
+                "subdomain": first["subdomain"],
+                "gold": first["label"],
+                "pred": pred,
+                "presence": decision,
+                "correct": pred is not None and pred == first["label"],
+                "parse_error": error,
+            }
+        )
     return outcomes, incomplete
 
 
@@ -96,8 +108,10 @@ def sample_accuracy(items: Items) -> float:
     if _is_epd(items):
         outcomes, incomplete = replay_epd(items)
         if incomplete:
-            logger.warning(f"[mmerror_epd] {incomplete} sample(s) left out: a stage's request is missing "
-                           "(use an even --limit: EPD asks 2 requests per sample)")
+            logger.warning(
+                f"[mmerror_epd] {incomplete} sample(s) left out: a stage's request is missing "
+                "(use an even --limit: EPD asks 2 requests per sample)"
+            )
         return _accuracy_of(outcomes)
     return _accuracy_of(items)
 
@@ -109,9 +123,11 @@ def unparsed_answers(items: Items) -> int:
 
 def accuracy_per(field: str) -> Aggregation:
     """Accuracy per value of an outcome's ``field`` (``domain``, ``subdomain``, ``gold``), in percent."""
+
     def aggregate(items: Items) -> dict[str, float]:
         outcomes = _outcomes(items)
         return breakdown([100.0 * bool(o["correct"]) for o in outcomes], [o[field] or None for o in outcomes])
+
     return aggregate
 
 
@@ -146,6 +162,7 @@ def unparsed_presence(items: Items) -> int:
 
 
 # ------------------------------------------------------------------- the official report (official.py's parser)
+
 
 def official_outcomes(items: Items) -> list[tuple[bool, bool]]:
     """(parsed, correct) per sample with the official parser (EPD: both stages replayed with it)."""
@@ -211,10 +228,18 @@ def outcome_columns(items: Items) -> np.ndarray:
         else:
             parsed, right = o.get("official_pred") is not None, bool(o.get("official_correct"))
         clean = o["gold"] == NO_ERROR_LABEL
-        row[:_DOMAINS] = (1, correct, o.get("presence") == ABSENT, clean, clean and o.get("presence") == PRESENT,
-                          parsed, parsed and right, not_asked)
+        row[:_DOMAINS] = (
+            1,
+            correct,
+            o.get("presence") == ABSENT,
+            clean,
+            clean and o.get("presence") == PRESENT,
+            parsed,
+            parsed and right,
+            not_asked,
+        )
         d = _DOMAINS + 2 * where[o["domain"] or ""]
-        row[d:d + 2] = (1, correct)
+        row[d : d + 2] = (1, correct)
     return out
 
 
@@ -231,7 +256,7 @@ def _official_strict(sums: np.ndarray, full: np.ndarray) -> np.ndarray:
 
 
 def _domain_macro(sums: np.ndarray, full: np.ndarray) -> np.ndarray:
-    counts, right = sums[:, _DOMAINS::2], sums[:, _DOMAINS + 1::2]
+    counts, right = sums[:, _DOMAINS::2], sums[:, _DOMAINS + 1 :: 2]
     present = counts > 0
     per_domain = np.where(present, 100.0 * right / np.where(present, counts, 1.0), 0.0)
     n = present.sum(axis=1)

@@ -24,28 +24,55 @@ from lmms_eval_plugins.benchmarks.mmerror.scoring import (
     unparsed_presence,
 )
 
-_OFFICIAL_ACC = ("the official report's accuracy: correct / samples the official parser read "
-                 "(0 when it reads none, as officially); error bar: bootstrap over questions")
-_OFFICIAL_STRICT = ("the official report's strict_accuracy: correct with the official parser / all samples "
-                    "(ETC: the E_NoError records it never asks included, as officially)")
-_RUN_COUNTS = (Metric("skipped", False, unit="count"), Metric("unscored", False, unit="count"),
-               Metric("skipped_by_reason", False, unit="dict"))
+_OFFICIAL_ACC = (
+    "the official report's accuracy: correct / samples the official parser read "
+    "(0 when it reads none, as officially); error bar: bootstrap over questions"
+)
+_OFFICIAL_STRICT = (
+    "the official report's strict_accuracy: correct with the official parser / all samples "
+    "(ETC: the E_NoError records it never asks included, as officially)"
+)
+_RUN_COUNTS = (
+    Metric("skipped", False, unit="count"),
+    Metric("unscored", False, unit="count"),
+    Metric("skipped_by_reason", False, unit="dict"),
+)
 
 
 def _official(strict_item_score: str) -> tuple[Metric, ...]:
-    return (Metric("official_accuracy", True, paper_name="accuracy (official report)", description=_OFFICIAL_ACC,
-                   aggregate=official_read_accuracy, sufficient=OFFICIAL_READ_ACCURACY),
-            Metric("official_strict_accuracy", True, paper_name="strict_accuracy (official report)",
-                   item_score=strict_item_score, description=_OFFICIAL_STRICT, aggregate=official_all_accuracy,
-                   sufficient=OFFICIAL_ALL_ACCURACY),
-            Metric("official_parse_fail", False, unit="count",
-                   description="samples the official parser could not read (dataset_total - scored_total)",
-                   aggregate=official_unparsed))
+    return (
+        Metric(
+            "official_accuracy",
+            True,
+            paper_name="accuracy (official report)",
+            description=_OFFICIAL_ACC,
+            aggregate=official_read_accuracy,
+            sufficient=OFFICIAL_READ_ACCURACY,
+        ),
+        Metric(
+            "official_strict_accuracy",
+            True,
+            paper_name="strict_accuracy (official report)",
+            item_score=strict_item_score,
+            description=_OFFICIAL_STRICT,
+            aggregate=official_all_accuracy,
+            sufficient=OFFICIAL_ALL_ACCURACY,
+        ),
+        Metric(
+            "official_parse_fail",
+            False,
+            unit="count",
+            description="samples the official parser could not read (dataset_total - scored_total)",
+            aggregate=official_unparsed,
+        ),
+    )
 
 
 # Both tasks: accuracy per domain, subdomain and gold label, the confusion matrix, the predictions' shares.
 _BREAKDOWNS = (
-    Metric("accuracy_domain_macro", True, paper_name="domain macro Acc", aggregate=domain_macro, sufficient=DOMAIN_MACRO),
+    Metric(
+        "accuracy_domain_macro", True, paper_name="domain macro Acc", aggregate=domain_macro, sufficient=DOMAIN_MACRO
+    ),
     Metric("accuracy_by_domain", True, unit="dict", aggregate=accuracy_per("domain")),
     Metric("accuracy_by_subdomain", True, unit="dict", aggregate=accuracy_per("subdomain")),
     Metric("accuracy_by_label", True, unit="dict", aggregate=accuracy_per("gold")),
@@ -56,8 +83,14 @@ _BREAKDOWNS = (
 # Both task YAMLs name one hook per metric name (utils.agg_<name>), so a metric of both tasks has one
 # aggregation: it tells EPD's per-request items (replayed per sample, scoring.replay_epd) from ETC's.
 EPD_TEMPLATE = (
-    Metric("accuracy", True, paper_name="Acc", aggregate=sample_accuracy, sufficient=SAMPLE_ACCURACY,
-           description="error presence detection accuracy, both stages replayed"),
+    Metric(
+        "accuracy",
+        True,
+        paper_name="Acc",
+        aggregate=sample_accuracy,
+        sufficient=SAMPLE_ACCURACY,
+        description="error presence detection accuracy, both stages replayed",
+    ),
     Metric("parse_fail", False, unit="count", aggregate=unparsed_answers),
     *_official(strict_item_score=""),  # per sample after the two-stage replay: not a mean of per-request items
     *_BREAKDOWNS,
@@ -67,8 +100,14 @@ EPD_TEMPLATE = (
     *_RUN_COUNTS,
 )
 ETC_TEMPLATE = (
-    Metric("accuracy", True, paper_name="Acc", item_score="correct", aggregate=sample_accuracy,
-           description="error type classification accuracy"),
+    Metric(
+        "accuracy",
+        True,
+        paper_name="Acc",
+        item_score="correct",
+        aggregate=sample_accuracy,
+        description="error type classification accuracy",
+    ),
     Metric("parse_fail", False, unit="count", aggregate=unparsed_answers),
     # not a mean of items: the official denominator adds the unasked E_NoError records (bootstrap error bar)
     *_official(strict_item_score=""),
@@ -85,7 +124,7 @@ BENCHMARK = Benchmark(
         "_epd_template_yaml": EPD_TEMPLATE,
         "_etc_template_yaml": ETC_TEMPLATE,
     },
-    roles=('etc', 'epd'),
+    roles=("etc", "epd"),
     data="MMErroR JSON and images: s-u-do/mmerror-benchmark on the Hugging Face hub, or a local folder",
     cluster_key="question_id",
     judge="",

@@ -117,7 +117,7 @@ _BODY_BLOCK = (
 
 
 def _letter_list(letters: str) -> str:
-    """"A, B, C, or D" / "P or N" (official format_letter_list)."""
+    """ "A, B, C, or D" / "P or N" (official format_letter_list)."""
     if len(letters) <= 2:
         return " or ".join(letters)
     return ", ".join(letters[:-1]) + ", or " + letters[-1]
@@ -125,33 +125,39 @@ def _letter_list(letters: str) -> str:
 
 def _frame(letters: str, categories: Sequence[tuple[str, str]]) -> tuple[str, str]:
     lines = "\n".join(f"{letter}. {name}\n   {definition}" for letter, (name, definition) in zip(letters, categories))
-    return (_FORMAT_BLOCK.format(letters_csv=_letter_list(letters), letters=letters),
-            _BODY_BLOCK.format(categories=lines, letters_slash="/".join(letters)))
+    return (
+        _FORMAT_BLOCK.format(letters_csv=_letter_list(letters), letters=letters),
+        _BODY_BLOCK.format(categories=lines, letters_slash="/".join(letters)),
+    )
 
 
 _TYPE_CATEGORIES = [(LABELS[c], DEFINITIONS[c]) for c in ERROR_LETTERS]
 _TYPE_FORMAT, _TYPE_BODY = _frame(ERROR_LETTERS, _TYPE_CATEGORIES)
-_PRESENCE_FORMAT, _PRESENCE_BODY = _frame(PRESENT + ABSENT, [
-    ("Error Present", "The reasoning contains at least one error and should proceed to error-type diagnosis."),
-    ("No Error", "The reasoning is fully correct and should not proceed to error-type diagnosis."),
-])
+_PRESENCE_FORMAT, _PRESENCE_BODY = _frame(
+    PRESENT + ABSENT,
+    [
+        ("Error Present", "The reasoning contains at least one error and should proceed to error-type diagnosis."),
+        ("No Error", "The reasoning is fully correct and should not proceed to error-type diagnosis."),
+    ],
+)
 
 ETC_PROMPT = (
     "You are evaluating a reasoning chain for the MMErroR benchmark.\n\n"
     "Task mode: ETC\n"
     "The reasoning chain is guaranteed to contain exactly one error. Choose the single best error type from A to D.\n\n"
-    + _TYPE_FORMAT + _TYPE_BODY
+    + _TYPE_FORMAT
+    + _TYPE_BODY
 )
 EPD_PRESENCE_PROMPT = (
     "You are running stage 1 of MMErroR Error Presence Detection (EPD).\n\n"
-    "Decide whether the reasoning chain contains an error.\n\n"
-    + _PRESENCE_FORMAT + _PRESENCE_BODY
+    "Decide whether the reasoning chain contains an error.\n\n" + _PRESENCE_FORMAT + _PRESENCE_BODY
 )
 EPD_TYPE_PROMPT = (
     "You are running stage 2 of MMErroR Error Presence Detection (EPD).\n\n"
     "Task mode: EPD-TYPE\n"
     "Stage 2 of EPD: an error has already been determined to be present. Classify the error type from A to D.\n\n"
-    + _TYPE_FORMAT + _TYPE_BODY
+    + _TYPE_FORMAT
+    + _TYPE_BODY
 )
 PROMPTS = {"etc": ETC_PROMPT, STAGE_PRESENCE: EPD_PRESENCE_PROMPT, STAGE_TYPE: EPD_TYPE_PROMPT}
 
@@ -179,28 +185,45 @@ def _text(record: Mapping[str, Any], name: str, *, record_id: str, path: Path) -
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
-    raise DataError(f"field {name!r} is a {type(value).__name__}, not a string", record=record_id, path=str(path),
-                    fix="write the field as a JSON string")
+    raise DataError(
+        f"field {name!r} is a {type(value).__name__}, not a string",
+        record=record_id,
+        path=str(path),
+        fix="write the field as a JSON string",
+    )
 
 
 def normalize_record(raw: Any, *, path: Path) -> dict[str, Any] | None:
     """Validate one record file; ``None`` for a record without a label (skipped, as the official loader does)."""
     if not isinstance(raw, dict):
-        raise DataError(f"a record file must hold one JSON object, found a {type(raw).__name__}", path=str(path),
-                        fix=f"one object per file (the aggregate {AGGREGATE_JSON} is ignored)")
+        raise DataError(
+            f"a record file must hold one JSON object, found a {type(raw).__name__}",
+            path=str(path),
+            fix=f"one object per file (the aggregate {AGGREGATE_JSON} is ignored)",
+        )
     record_id = str(raw.get("question_id") or "").strip() or path.name
     require_fields(raw, REQUIRED_FIELDS, record_id=record_id, path=path)
-    fields = {name: _text(raw, name, record_id=record_id, path=path)
-              for name in ("question_id", "question", "correct_answer", "error_reason", "label", "domain", "subdomain")}
+    fields = {
+        name: _text(raw, name, record_id=record_id, path=path)
+        for name in ("question_id", "question", "correct_answer", "error_reason", "label", "domain", "subdomain")
+    }
     if not fields["question_id"].strip():
-        raise DataError("question_id is empty", record=path.name, path=str(path),
-                        fix="fill in question_id (the image is looked up by it)")
+        raise DataError(
+            "question_id is empty",
+            record=path.name,
+            path=str(path),
+            fix="fill in question_id (the image is looked up by it)",
+        )
     if not fields["label"].strip():
         return None
     letter = label_letter(fields["label"])
     if letter is None:
-        raise DataError(f"label {fields['label']!r} matches none of {', '.join(ALL_LABELS)}",
-                        record=record_id, path=str(path), fix="use one of the official label names")
+        raise DataError(
+            f"label {fields['label']!r} matches none of {', '.join(ALL_LABELS)}",
+            record=record_id,
+            path=str(path),
+            fix="use one of the official label names",
+        )
     return {
         "question_id": fields["question_id"].strip(),
         "question": fields["question"],
@@ -214,19 +237,30 @@ def normalize_record(raw: Any, *, path: Path) -> dict[str, Any] | None:
     }
 
 
-def _attach_images(records: list[dict[str, Any]], root: Path, within: Path | None = None,
-                   skipped: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
+def _attach_images(
+    records: list[dict[str, Any]], root: Path, within: Path | None = None, skipped: Mapping[str, int] | None = None
+) -> list[dict[str, Any]]:
     """``image_path`` = ``root/data/images/<question_id>.<ext>``, resolved inside ``within`` (default ``root``)."""
     images = root / "data" / "images"
 
     def check(record: dict[str, Any]) -> None:
-        found = find_with_extensions(root, record["question_id"], IMAGE_EXTENSIONS, record=record["question_id"],
-                                     field="question_id", under="data/images", within=within)
+        found = find_with_extensions(
+            root,
+            record["question_id"],
+            IMAGE_EXTENSIONS,
+            record=record["question_id"],
+            field="question_id",
+            under="data/images",
+            within=within,
+        )
         if found is None:
-            raise MediaError("image not found", record=record["question_id"],
-                             path=str(images / f"{record['question_id']}.<{'|'.join(IMAGE_EXTENSIONS)}>"),
-                             fix=f"put the image there (layout: {LOCAL_LAYOUT}), or set "
-                                 "LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA=1 to skip such records")
+            raise MediaError(
+                "image not found",
+                record=record["question_id"],
+                path=str(images / f"{record['question_id']}.<{'|'.join(IMAGE_EXTENSIONS)}>"),
+                fix=f"put the image there (layout: {LOCAL_LAYOUT}), or set "
+                "LMMS_EVAL_PLUGINS_SKIP_MISSING_MEDIA=1 to skip such records",
+            )
         record["image_path"] = str(found)
 
     return keep_records_with_media(BENCHMARK, records, check, skipped=skipped)
@@ -257,18 +291,30 @@ def load_records(source: DataSource) -> list[dict[str, Any]]:
             unlabeled.append(path.name)
             continue
         if record["question_id"] in seen:
-            raise DataError(f"question_id {record['question_id']!r} is used twice (also in {seen[record['question_id']]})",
-                            record=record["question_id"], path=str(path), fix="give every record its own question_id")
+            raise DataError(
+                f"question_id {record['question_id']!r} is used twice (also in {seen[record['question_id']]})",
+                record=record["question_id"],
+                path=str(path),
+                fix="give every record its own question_id",
+            )
         seen[record["question_id"]] = path.name
         records.append(record)
     if unlabeled:
-        logger.warning(f"[mmerror] skipped {len(unlabeled)} record(s) without a label, as the official loader does: "
-                       f"{', '.join(unlabeled[:5])}{' ...' if len(unlabeled) > 5 else ''}")
-    doubts = [f"{Path(r['json_path']).name} {r['label_raw']!r} -> {r['label']}" for r in records if label_doubt(r["label_raw"])]
+        logger.warning(
+            f"[mmerror] skipped {len(unlabeled)} record(s) without a label, as the official loader does: "
+            f"{', '.join(unlabeled[:5])}{' ...' if len(unlabeled) > 5 else ''}"
+        )
+    doubts = [
+        f"{Path(r['json_path']).name} {r['label_raw']!r} -> {r['label']}"
+        for r in records
+        if label_doubt(r["label_raw"])
+    ]
     if doubts:
-        logger.warning(f"[mmerror] {len(doubts)} label(s) name several classes; read as the official loader reads "
-                       f"them (the first of visual/perception, reasoning, question/comprehension, knowledge): "
-                       f"{'; '.join(doubts[:5])}{' ...' if len(doubts) > 5 else ''}")
+        logger.warning(
+            f"[mmerror] {len(doubts)} label(s) name several classes; read as the official loader reads "
+            f"them (the first of visual/perception, reasoning, question/comprehension, knowledge): "
+            f"{'; '.join(doubts[:5])}{' ...' if len(doubts) > 5 else ''}"
+        )
     if not records:
         raise DataError("no MMErroR record has a label", path=str(jsons), fix="check the data")
     return _attach_images(records, root, within, skipped={NO_LABEL_SKIP: len(unlabeled)})
@@ -278,8 +324,13 @@ NO_LABEL_SKIP = "no label"
 
 
 def _load(dataset: Any, sample_dir: Path | None) -> list[dict[str, Any]]:
-    source = resolve_source(BENCHMARK, source_spec(dataset).get("source", "auto"), sample_dir=sample_dir,
-                            hub_repo=HUB_REPO, local_layout=LOCAL_LAYOUT)
+    source = resolve_source(
+        BENCHMARK,
+        source_spec(dataset).get("source", "auto"),
+        sample_dir=sample_dir,
+        hub_repo=HUB_REPO,
+        local_layout=LOCAL_LAYOUT,
+    )
     return load_records(source)
 
 
@@ -287,19 +338,25 @@ def _letter_of(label: str) -> str:
     return next(letter for letter, name in LABELS.items() if name == label)
 
 
-
-
 def etc_docs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One doc per erroneous sample. E_NoError samples are not ETC samples (the prompt says an error exists);
     each doc carries their count (``official_not_asked``) for the official strict denominator."""
     dropped = sum(1 for r in records if r["label"] == NO_ERROR_LABEL)
-    docs = [{**Record.of(r, official_not_asked=dropped).columns(), ORACLE_FIELD: _letter_of(r["label"]),
-             CHANCE_FIELD: list(ERROR_LETTERS)} for r in records if r["label"] != NO_ERROR_LABEL]
+    docs = [
+        {
+            **Record.of(r, official_not_asked=dropped).columns(),
+            ORACLE_FIELD: _letter_of(r["label"]),
+            CHANCE_FIELD: list(ERROR_LETTERS),
+        }
+        for r in records
+        if r["label"] != NO_ERROR_LABEL
+    ]
     if dropped:
         logger.info(f"[mmerror_etc] {dropped} E_NoError sample(s) left out: ETC asks only about erroneous chains")
     if not docs:
-        raise DataError("no MMErroR sample with an error label, so ETC has nothing to ask",
-                        fix="ETC needs samples labelled A-D")
+        raise DataError(
+            "no MMErroR sample with an error label, so ETC has nothing to ask", fix="ETC needs samples labelled A-D"
+        )
     return docs
 
 
@@ -313,10 +370,20 @@ def epd_docs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     docs = []
     for r in records:
         no_error = r["label"] == NO_ERROR_LABEL
-        docs.append({**Record.of(r, stage=STAGE_PRESENCE).columns(), ORACLE_FIELD: ABSENT if no_error else PRESENT,
-                     CHANCE_FIELD: [PRESENT, ABSENT]})
-        docs.append({**Record.of(r, stage=STAGE_TYPE).columns(),
-                     ORACLE_FIELD: ERROR_LETTERS[0] if no_error else _letter_of(r["label"]), CHANCE_FIELD: list(ERROR_LETTERS)})
+        docs.append(
+            {
+                **Record.of(r, stage=STAGE_PRESENCE).columns(),
+                ORACLE_FIELD: ABSENT if no_error else PRESENT,
+                CHANCE_FIELD: [PRESENT, ABSENT],
+            }
+        )
+        docs.append(
+            {
+                **Record.of(r, stage=STAGE_TYPE).columns(),
+                ORACLE_FIELD: ERROR_LETTERS[0] if no_error else _letter_of(r["label"]),
+                CHANCE_FIELD: list(ERROR_LETTERS),
+            }
+        )
     return docs
 
 
@@ -347,8 +414,9 @@ def _stage(record: Record, task: str) -> str:
     if task == "etc":
         return "etc"
     if record.stage is None:
-        raise DataError("an EPD doc has no stage", record=record.question_id,
-                        fix="build EPD docs with mmerror's process_docs_epd")
+        raise DataError(
+            "an EPD doc has no stage", record=record.question_id, fix="build EPD docs with mmerror's process_docs_epd"
+        )
     return record.stage
 
 
@@ -363,7 +431,9 @@ def doc_to_visual(doc: Mapping[str, Any]) -> list:
 def _doc_to_messages(doc: Mapping[str, Any], task: str) -> list[dict[str, Any]]:
     # One user turn, the image before the prompt (official runner._build_message).
     record = record_of(doc)
-    return interleaved_messages("", [FrameGroup("", _image(record), kind="image")], _prompt_text(record, _stage(record, task)))
+    return interleaved_messages(
+        "", [FrameGroup("", _image(record), kind="image")], _prompt_text(record, _stage(record, task))
+    )
 
 
 def doc_to_text_etc(doc, lmms_eval_specific_kwargs=None):
@@ -418,16 +488,23 @@ _NO_ERROR_SENTENCE = re.compile(
     r"(?:no[,.!]?\s+)?(?:there\s+(?:is|are)\s+no|there's\s+no|i\s+(?:found|find|see|detect)\s+no|no"
     r"|(?:the\s+)?reasoning(?:\s+chain)?\s+(?:contains|has)\s+no)\s+(?:errors?|mistakes?)\b"
     r"|(?:no[,.!]?\s+)?(?:the\s+)?reasoning(?:\s+chain)?\s+is\s+(?:fully\s+|completely\s+|entirely\s+)?"
-    r"(?:correct|valid|sound|error[\s\-]free)\b", re.IGNORECASE)
+    r"(?:correct|valid|sound|error[\s\-]free)\b",
+    re.IGNORECASE,
+)
 _ERROR_SENTENCE = re.compile(
     r"(?:yes[,.!]?\s+)?(?:there\s+(?:is|are)\s+(?:an?|one|some|at\s+least\s+one)|there's\s+(?:an?|one)"
     r"|(?:the\s+)?reasoning(?:\s+chain)?\s+(?:contains|has)\s+(?:an?|one|at\s+least\s+one))\s+(?:\w+\s+)?(?:errors?|mistakes?)\b"
     r"|(?:yes[,.!]?\s+)?(?:the\s+)?reasoning(?:\s+chain)?\s+is\s+(?:incorrect|wrong|flawed|erroneous)\b"
-    r"|(?:yes[,.!]?\s+)?(?:an?\s+)?error\s+is\s+present\b", re.IGNORECASE)
+    r"|(?:yes[,.!]?\s+)?(?:an?\s+)?error\s+is\s+present\b",
+    re.IGNORECASE,
+)
 # A sentence answer is refused when the reply also says the opposite or qualifies it.
-_CONTRARY = {ABSENT: re.compile(r"\b(?:but|however|except|although|though|incorrect|wrong|flawed|error\s+present)\b",
-                                re.IGNORECASE),
-             PRESENT: re.compile(r"\bno\s+errors?\b|\b(?:is|are)\s+(?:fully\s+|completely\s+)?correct\b", re.IGNORECASE)}
+_CONTRARY = {
+    ABSENT: re.compile(
+        r"\b(?:but|however|except|although|though|incorrect|wrong|flawed|error\s+present)\b", re.IGNORECASE
+    ),
+    PRESENT: re.compile(r"\bno\s+errors?\b|\b(?:is|are)\s+(?:fully\s+|completely\s+)?correct\b", re.IGNORECASE),
+}
 
 
 class _Fallback:
@@ -446,12 +523,19 @@ class _Fallback:
         self.mention = re.compile(rf"(?i:\b(?:option|choice|category))\s*{bracketed}")
         self.answer_line_any_case = re.compile(  # "Answer: b" (the official parser reads it too)
             rf"^[ \t]*(?:final\s*answer|answer|output)[ \t]*(?:[:\-][ \t]*)?(?:[(\[][ \t]*)?([{letters}{letters.lower()}])"
-            rf"(?:[ \t]*[)\]])?[ \t]*(?:[.!][ \t]*)?$", re.IGNORECASE | re.MULTILINE)
+            rf"(?:[ \t]*[)\]])?[ \t]*(?:[.!][ \t]*)?$",
+            re.IGNORECASE | re.MULTILINE,
+        )
         self.leading = re.compile(rf"[(\[]?({cls})(?:[)\]]|\s*(?:[.:,\-–—(_]|\n|$))")
-        self.leading_name = re.compile(rf"(?:{'|'.join(f'(?P<{letter}>{pattern})' for letter, pattern in names.items())})"
-                                       r"(?=[ \t]*(?:[.:,;!\-–—(\n]|$))", re.IGNORECASE)  # "No Error." not "No error in step 1"
-        self.names = {letter: re.compile(rf"(?<![A-Za-z0-9]){pattern}(?![A-Za-z0-9])", re.IGNORECASE)
-                      for letter, pattern in names.items()}
+        self.leading_name = re.compile(
+            rf"(?:{'|'.join(f'(?P<{letter}>{pattern})' for letter, pattern in names.items())})"
+            r"(?=[ \t]*(?:[.:,;!\-–—(\n]|$))",
+            re.IGNORECASE,
+        )  # "No Error." not "No error in step 1"
+        self.names = {
+            letter: re.compile(rf"(?<![A-Za-z0-9]){pattern}(?![A-Za-z0-9])", re.IGNORECASE)
+            for letter, pattern in names.items()
+        }
         self.phrase_name = re.compile(_ANSWER_PHRASE + r"(.{0,80})")
 
     def _name_in(self, text: str) -> str | None:
@@ -473,7 +557,9 @@ class _Fallback:
             pass
         if line is not None:
             return line.group(1).upper()
-        for named in reversed(list(self.phrase_name.finditer(text))[-8:] if may_name else []):  # "Answer: Reasoning Error"
+        for named in reversed(
+            list(self.phrase_name.finditer(text))[-8:] if may_name else []
+        ):  # "Answer: Reasoning Error"
             hit = self._name_in(named.group(1))
             if hit:
                 return hit
@@ -554,9 +640,14 @@ def official_type(text: Any) -> str | None:
 
 # ------------------------------------------------------------------------------------------- scoring
 
+
 def _common(record: Record) -> dict[str, Any]:
-    return {"question_id": record.question_id, "domain": record.domain, "subdomain": record.subdomain,
-            "label": record.label}
+    return {
+        "question_id": record.question_id,
+        "domain": record.domain,
+        "subdomain": record.subdomain,
+        "label": record.label,
+    }
 
 
 def score_etc(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
@@ -569,10 +660,17 @@ def score_etc(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
     official_pred = LABELS[official] if official else None
     # score (and the headline, filled by item_values from the spec's item_score): the 0/1 lmms-eval's own
     # clustered standard error and --baseline read (score_key)
-    return {**_common(record), "gold": record.label, "pred": pred, "correct": correct,
-            "parse_error": parsed.error, "score": float(correct),
-            "official_pred": official_pred, "official_correct": official_pred == record.label,
-            OFFICIAL_NOT_ASKED_FIELD: record.official_not_asked}
+    return {
+        **_common(record),
+        "gold": record.label,
+        "pred": pred,
+        "correct": correct,
+        "parse_error": parsed.error,
+        "score": float(correct),
+        "official_pred": official_pred,
+        "official_correct": official_pred == record.label,
+        OFFICIAL_NOT_ASKED_FIELD: record.official_not_asked,
+    }
 
 
 def score_epd_stage(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
@@ -589,8 +687,15 @@ def score_epd_stage(doc: Mapping[str, Any], response: Any) -> dict[str, Any]:
         parsed = parse_type(response)
         gold, pred = (None if no_error else record.label), (LABELS[parsed.value] if parsed.ok else None)
         official = LABELS[letter] if (letter := official_type(response)) else None
-    return {**_common(record), "stage": stage, "gold": gold, "pred": pred,
-            "correct": pred is not None and pred == gold, "parse_error": parsed.error, "official_pred": official}
+    return {
+        **_common(record),
+        "stage": stage,
+        "gold": gold,
+        "pred": pred,
+        "correct": pred is not None and pred == gold,
+        "parse_error": parsed.error,
+        "official_pred": official,
+    }
 
 
 def process_results_etc(doc, results):
@@ -604,5 +709,14 @@ def process_results_epd(doc, results):
 
 
 # What the task YAMLs name (lmms_eval_plugins/task_hooks.py adds the aggregations from the spec).
-HOOKS = ("process_docs_etc", "process_docs_epd", "doc_to_visual", "doc_to_text_etc", "doc_to_text_epd",
-         "doc_to_messages_etc", "doc_to_messages_epd", "process_results_etc", "process_results_epd")
+HOOKS = (
+    "process_docs_etc",
+    "process_docs_epd",
+    "doc_to_visual",
+    "doc_to_text_etc",
+    "doc_to_text_epd",
+    "doc_to_messages_etc",
+    "doc_to_messages_epd",
+    "process_results_etc",
+    "process_results_epd",
+)

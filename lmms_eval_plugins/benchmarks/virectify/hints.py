@@ -24,6 +24,7 @@ HINTS_ENV = "LMMS_EVAL_PLUGINS_VIRECTIFY_HINTS"
 
 # ----------------------------------------------------------------------------------------------- reflection hints
 
+
 def _hints_path(spec: Mapping[str, Any], source: DataSource) -> Path | None:
     env = os.environ.get(HINTS_ENV, "").strip()
     if env:
@@ -65,15 +66,19 @@ def hint_of(kind: str, record: Mapping[str, Any], given: Mapping[str, Any] | Non
     record's gold annotation, or from ``given``, its line of the hints file at ``path``."""
     if given is None:
         return Hint(kind, render_hint(kind, record["error_identify"], record["rationale"], record["intervals"]), "gold")
-    return Hint(kind, render_hint(kind, given.get("error_identify"), given.get("rationale"), given.get("timestamps")),
-                str(path))
+    return Hint(
+        kind, render_hint(kind, given.get("error_identify"), given.get("rationale"), given.get("timestamps")), str(path)
+    )
 
 
 def load_hints(path: Path, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
     """id -> {error_identify, rationale, timestamps} from a hints JSONL; every record needs an entry."""
     if not path.is_file():
-        raise DataError("the reflection hints file is missing", path=str(path),
-                        fix=f"point {HINTS_ENV} at a JSONL of {{\"id\", \"error_identify\", \"rationale\"}} (see the README)")
+        raise DataError(
+            "the reflection hints file is missing",
+            path=str(path),
+            fix=f'point {HINTS_ENV} at a JSONL of {{"id", "error_identify", "rationale"}} (see the README)',
+        )
     hints: dict[str, dict[str, Any]] = {}
     for number, row in enumerate(read_jsonl(path), start=1):
         key = _text(row.get("id")).strip()
@@ -82,8 +87,11 @@ def load_hints(path: Path, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         hints[key] = row
     missing = [i for i in ids if i not in hints]
     if missing:
-        raise DataError(f"{len(missing)} record(s) have no hint, e.g. {', '.join(missing[:5])}", path=str(path),
-                        fix="give one line per record (an empty string is a valid, empty hint)")
+        raise DataError(
+            f"{len(missing)} record(s) have no hint, e.g. {', '.join(missing[:5])}",
+            path=str(path),
+            fix="give one line per record (an empty string is a valid, empty hint)",
+        )
     return hints
 
 
@@ -125,11 +133,22 @@ def hints_from_samples(samples_path: str | Path, out_path: str | Path) -> int:
     for row in read_samples(Path(samples_path)):
         record_id = _logged_id(row)
         if record_id is None:
-            raise DataError("a logged sample names no record id", path=str(samples_path),
-                            fix="use the samples file of a virectify run (lmms-eval --log_samples)")
+            raise DataError(
+                "a logged sample names no record id",
+                path=str(samples_path),
+                fix="use the samples file of a virectify run (lmms-eval --log_samples)",
+            )
         body = strip_reasoning(_logged_text(row))
-        lines.append(json.dumps({"id": record_id, "error_identify": extract_tag(body, "error_identify") or "",
-                                 "timestamps": extract_tag(body, "timestamps") or "",
-                                 "rationale": extract_tag(body, "rationale") or ""}, ensure_ascii=False))
+        lines.append(
+            json.dumps(
+                {
+                    "id": record_id,
+                    "error_identify": extract_tag(body, "error_identify") or "",
+                    "timestamps": extract_tag(body, "timestamps") or "",
+                    "rationale": extract_tag(body, "rationale") or "",
+                },
+                ensure_ascii=False,
+            )
+        )
     write_atomic(Path(out_path), "\n".join(lines) + "\n")
     return len(lines)

@@ -45,10 +45,14 @@ OUTPUT_FORMAT = (
 # ("provide the error identification and rationale with video evidence (excluding the final answer) as
 # input ..., prompting it to revise its reasoning and produce a corrected answer").
 REFLECT_FEEDBACK = {
-    "error_identify": ("An error identification for the solution (for each step, '1' if the step is correct, or "
-                       "'0' and an explanation of what is wrong in the step),"),
-    "rationale": ("A rationale with video evidence (the key timestamps and a description of how the original "
-                  "reasoning went wrong),"),
+    "error_identify": (
+        "An error identification for the solution (for each step, '1' if the step is correct, or "
+        "'0' and an explanation of what is wrong in the step),"
+    ),
+    "rationale": (
+        "A rationale with video evidence (the key timestamps and a description of how the original "
+        "reasoning went wrong),"
+    ),
 }
 REFLECT_INSTRUCTION = """You are an expert in reasoning analysis and video question answering. Given the following information:
 - A video (represented by a set of timestamped frames),
@@ -56,8 +60,9 @@ REFLECT_INSTRUCTION = """You are an expert in reasoning analysis and video quest
 - A solution for the question (with step-by-step reasoning) that contains reasoning errors,
 - {feedback}
 Your task is to revise the reasoning of the solution using the feedback and the visual evidence from the video, and state the correct final answer to the question."""
-REFLECT_OUTPUT_FORMAT = ("Output Format:\nRevise the reasoning, then end with "
-                         "<answer>The correct answer should be \\boxed{xxx}</answer>")
+REFLECT_OUTPUT_FORMAT = (
+    "Output Format:\nRevise the reasoning, then end with <answer>The correct answer should be \\boxed{xxx}</answer>"
+)
 ANSWER_SENTENCE = "The correct answer should be \\boxed{{{answer}}}"
 
 
@@ -85,6 +90,7 @@ def frame_label(seconds: float) -> str:
 
 # ----------------------------------------------------------------------------------------------- prompts and visuals
 
+
 def frame_times(doc: Mapping[str, Any]) -> list[float]:
     """Timestamps (s) of the frames ``doc_to_visual`` samples, from the video's frame count and rate only."""
     return _frame_times(record_of(doc))
@@ -96,8 +102,9 @@ def _frame_times(record: Record) -> list[float]:
 
 
 def _frames(record: Record):
-    return sample_video(record.video_path, record.num_frames, max_long_side=record.max_long_side or None,
-                        record_id=record.record_id)
+    return sample_video(
+        record.video_path, record.num_frames, max_long_side=record.max_long_side or None, record_id=record.record_id
+    )
 
 
 def prompt_text(doc: Mapping[str, Any]) -> str:
@@ -129,8 +136,9 @@ def doc_to_messages(doc, lmms_eval_specific_kwargs=None):
     sampled = _frames(record)
     if record.visual_mode == "video":
         labels = ", ".join(frame_label(t) for t in sampled.timestamps)
-        return interleaved_messages(f"The video's frames, sampled at {labels}:", [FrameGroup("", sampled.frames)],
-                                    _prompt_text(record))
+        return interleaved_messages(
+            f"The video's frames, sampled at {labels}:", [FrameGroup("", sampled.frames)], _prompt_text(record)
+        )
     # the paper's "[1s]<image>[2s]<image>...": each frame an image after its time
     groups = [FrameGroup(frame_label(t), [frame], kind="image") for t, frame in zip(sampled.timestamps, sampled.frames)]
     return interleaved_messages("", groups, _prompt_text(record))

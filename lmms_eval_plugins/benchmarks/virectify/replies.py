@@ -26,18 +26,32 @@ PARTS = ("error_identify", "error_graph", "timestamps", "rationale")  # the four
 
 # ----------------------------------------------------------------------------------------------- text helpers
 
-_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
-                         "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"'})
+_QUOTES = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "\u201b": "'",
+        "\u2032": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u201f": '"',
+        "\u2033": '"',
+    }
+)
 # "step1", "Step 1", "step_1", "STEP-1", or a bare "1" (keys and references inside a dict)
 _STEP_REF = re.compile(r"\s*(?:step[\s_\-]*)?(\d{1,6})\s*", re.IGNORECASE)
 _LABEL_WORDS = {"1": "1", "0": "0", "correct": "1", "incorrect": "0", "wrong": "0", "true": "1", "false": "0"}
 # Regex fallback for dicts that neither JSON nor Python can read: `step<N>` <quote/space> `:` <[ ( quote> label
 _LABEL_ENTRY = re.compile(
     r"(?<![A-Za-z])step[\s_\-]*(\d{1,6})[\s\"']*[:=][\s\[(\"']*(1|0|correct|incorrect|wrong|true|false)(?![\w]|\.\d)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _GRAPH_ENTRY = re.compile(
     r"(?<![A-Za-z])step[\s_\-]*(\d{1,6})[\s\"']*[:=]\s*(?:[\[(]([^\[\]()]{0,4000})[\])]|[\"']([^\"'\n]{0,400})[\"'])",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _REF_IN_LIST = re.compile(r"(?:step[\s_\-]*)?(\d{1,6})(?!\d)", re.IGNORECASE)
 _FENCE = re.compile(r"```[A-Za-z]*")
 _MAX_LITERAL = 100_000  # longer dict texts go straight to the regex fallback
@@ -69,7 +83,7 @@ def step_number(value: Any) -> int | None:
 
 
 def label_value(value: Any) -> str | None:
-    """"1" (correct) / "0" (incorrect) from ["1", ""], "0", 0, True, "correct"...; None if unreadable."""
+    """ "1" (correct) / "0" (incorrect) from ["1", ""], "0", 0, True, "correct"...; None if unreadable."""
     if isinstance(value, (list, tuple)):
         value = value[0] if value else None
     if isinstance(value, bool):
@@ -221,6 +235,7 @@ def redact_answer(text: str) -> str:
 
 # ----------------------------------------------------------------------------------------------- response parsing
 
+
 def find_answer(body: str, rationale: str | None = None) -> tuple[str | None, str]:
     """(boxed answer, where it was found): the ``<answer>`` tag, else ``<rationale>``, else anywhere.
     ``rationale``: the ``<rationale>`` content when the caller has it already."""
@@ -276,8 +291,9 @@ def parse_response(text: Any) -> dict[str, Any]:
 
     labels = _read_part(body, "error_identify", "step label", lambda c: parse_step_labels(c) or None, missing)
     edges = _read_part(body, "error_graph", "graph", parse_graph, missing)
-    intervals = _read_part(body, "timestamps", "interval",
-                           lambda c: key_times(c, cut_off=tag_runs_to_end(body, "timestamps")), missing)
+    intervals = _read_part(
+        body, "timestamps", "interval", lambda c: key_times(c, cut_off=tag_runs_to_end(body, "timestamps")), missing
+    )
 
     rationale = extract_tag(body, "rationale")
     answer, where = find_answer(body, rationale)

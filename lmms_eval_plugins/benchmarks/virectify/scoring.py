@@ -36,7 +36,6 @@ TOTAL = "Total"
 PARSED_FIELD = "parsed"  # what was read from the reply: logged once per sample (spec.py says under which metric)
 
 
-
 class ItemFields(NamedTuple):
     """The fields of a scored item that hold its per-sample scores (fractions 0-1): the ones the
     metrics' aggregations, their ``item_score``, the report and lmms-eval's ``score_key`` read."""
@@ -48,6 +47,7 @@ class ItemFields(NamedTuple):
 
 
 # ----------------------------------------------------------------------------------------------- metrics
+
 
 def step_accuracy(pred: Mapping[int, str] | None, gold: Mapping[int, str]) -> float:
     """Share (0-1) of gold steps whose predicted label equals the gold label; a missing step is wrong,
@@ -69,6 +69,7 @@ def timestamp_iou(pred: Sequence[tuple[float, float]] | None, gold: Sequence[tup
 
 # ----------------------------------------------------------------------------------------------- judge and scoring
 
+
 def judge_item(response: str, doc: Mapping[str, Any]) -> JudgeItem | None:
     """The boxed corrected answer against the reference; None (nothing to judge: scored 0) without one."""
     record = record_of(doc)
@@ -86,7 +87,9 @@ def score_response(doc: Mapping[str, Any], text: Any, fields: ItemFields) -> tup
     missing = parsed["missing"]
     acc = step_accuracy(parsed["labels"], gold.labels)
     item = {
-        "id": record.record_id, "domain": record.domain, "error_type": record.error_type,
+        "id": record.record_id,
+        "domain": record.domain,
+        "error_type": record.error_type,
         "solution_source": record.solution_source,
         "source_video": record.source_video,  # the cluster unit of error bars (None in items logged before it)
         fields.step_accuracy: acc,
@@ -110,9 +113,15 @@ def reflect_item(doc: Mapping[str, Any], text: str) -> dict[str, Any]:
     record = record_of(doc)
     hint = record.required_hint()
     answer, _ = find_answer(strip_reasoning(text))
-    return {"id": record.record_id, "source_video": record.source_video, "hint_kind": hint.kind,
-            "hint_source": hint.source, "domain": record.domain,
-            "answer": answer, "missing": {} if answer is not None else {"answer": "no \\boxed{} answer"}}
+    return {
+        "id": record.record_id,
+        "source_video": record.source_video,
+        "hint_kind": hint.kind,
+        "hint_source": hint.source,
+        "domain": record.domain,
+        "answer": answer,
+        "missing": {} if answer is not None else {"answer": "no \\boxed{} answer"},
+    }
 
 
 def with_verdict(item: Mapping[str, Any], outcome: JudgeOutcome, fields: ItemFields) -> dict[str, Any]:
@@ -137,6 +146,7 @@ def without_parsed(item: Mapping[str, Any]) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------------------------- aggregations
 
+
 def _mean_percent(values: Iterable[float]) -> float:
     values = list(values)
     return 100.0 * sum(values) / len(values) if values else 0.0
@@ -155,9 +165,11 @@ def share_true(field: str) -> Aggregation:
 def judged_percent(field: str) -> Callable[[Items], float | None]:
     """The judged accuracy of a group (judge errors left out), from the per-sample values in ``field``;
     None when nothing was judged."""
+
     def aggregate(items: Items) -> float | None:
         values = [i[field] for i in items if i[field] is not None]
         return 100.0 * sum(values) / len(values) if values else None
+
     return aggregate
 
 
@@ -183,6 +195,7 @@ def answer_parse_failures(items: Items) -> int:
 def table(*, group_by: str, names: Mapping[str, str] | None, columns: Mapping[str, Aggregation]) -> Aggregation:
     """The paper's Table 2 layout: per group of the item field ``group_by`` (named by ``names``, in their order; else
     sorted) and in total, each of ``columns`` and n. An empty group has None in every column."""
+
     def aggregate(items: Items) -> dict[str, dict[str, Any]]:
         groups: dict[str, list[Mapping[str, Any]]] = {}
         if names:
@@ -194,17 +207,22 @@ def table(*, group_by: str, names: Mapping[str, str] | None, columns: Mapping[st
         if not names:
             groups = dict(sorted(groups.items()))
         groups[TOTAL] = list(items)
-        return {name: {**{c: (agg(group) if group else None) for c, agg in columns.items()}, "n": len(group)}
-                for name, group in groups.items()}
+        return {
+            name: {**{c: (agg(group) if group else None) for c, agg in columns.items()}, "n": len(group)}
+            for name, group in groups.items()
+        }
+
     return aggregate
 
 
 def hint_accuracy(*, kind: str, field: str) -> Aggregation:
     """The judged accuracy (percent) of the reflection samples given a hint of ``kind``; NaN without any."""
+
     def aggregate(items: Items) -> float:
         chosen = [i for i in items if i["hint_kind"] == kind]
         value = judged_percent(field)(chosen) if chosen else None
         return math.nan if value is None else value
+
     return aggregate
 
 
@@ -222,7 +240,7 @@ def judged_columns(items: Items) -> np.ndarray:
         out[k, :3] = (score.value_percent / 100.0 if score.n_judged else 0.0, score.n_judged, score.n_without_verdict)
         kind, value = item.get("hint_kind"), item.get("acc_r")
         if kind in HINT_KINDS and value is not None:
-            out[k, 3 + 2 * HINT_KINDS.index(kind):5 + 2 * HINT_KINDS.index(kind)] = (1, float(value))
+            out[k, 3 + 2 * HINT_KINDS.index(kind) : 5 + 2 * HINT_KINDS.index(kind)] = (1, float(value))
     return out
 
 
@@ -238,6 +256,7 @@ def _hint_value(kind: str):
     def value(sums: np.ndarray, full: np.ndarray) -> np.ndarray:  # ``hint_accuracy``: NaN without any
         n = sums[:, column]
         return np.where(n > 0, 100.0 * sums[:, column + 1] / np.where(n > 0, n, 1.0), np.nan)
+
     return value
 
 

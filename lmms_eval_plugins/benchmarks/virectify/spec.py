@@ -27,25 +27,47 @@ from lmms_eval_plugins.benchmarks.virectify.scoring import (
 # Where a scored item holds each per-sample score (the metrics' item_score; also what stored runs carry).
 FIELDS = ItemFields(step_accuracy="acc_i", time_iou="iou", edge_jaccard="graph_jaccard", judged="acc_r")
 # The columns of each row of the paper's Table 2 breakdowns, in percent.
-TABLE_COLUMNS = {"acc_i": percent_mean(FIELDS.step_accuracy), "iou": percent_mean(FIELDS.time_iou),
-                 "acc_r": judged_percent(FIELDS.judged)}
+TABLE_COLUMNS = {
+    "acc_i": percent_mean(FIELDS.step_accuracy),
+    "iou": percent_mean(FIELDS.time_iou),
+    "acc_r": judged_percent(FIELDS.judged),
+}
 
-_RUN_COUNTS = (Metric("skipped", False, unit="count"), Metric("unscored", False, unit="count"),
-               Metric("skipped_by_reason", False, unit="dict"))
+_RUN_COUNTS = (
+    Metric("skipped", False, unit="count"),
+    Metric("unscored", False, unit="count"),
+    Metric("skipped_by_reason", False, unit="dict"),
+)
 # Shared by both tasks. needs_judge: computed from verdicts, so null while a sample's verdict is missing.
-ACC_R = Metric("acc_r", True, paper_name="Acc_r", aggregate=judged_accuracy("acc_r"), needs_judge=True,
-               sufficient=JUDGED_ACCURACY,
-               description="rectification accuracy: the corrected reasoning judged right")
+ACC_R = Metric(
+    "acc_r",
+    True,
+    paper_name="Acc_r",
+    aggregate=judged_accuracy("acc_r"),
+    needs_judge=True,
+    sufficient=JUDGED_ACCURACY,
+    description="rectification accuracy: the corrected reasoning judged right",
+)
 JUDGE_ERRORS = Metric("acc_r_judge_errors", False, unit="count", aggregate=judge_errors)
 
 REFLECT_TEMPLATE = (
     ACC_R,
-    Metric("acc_r_error_identify", True, paper_name="Acc_r (error identification hint)",
-           aggregate=hint_accuracy(kind="error_identify", field=FIELDS.judged), needs_judge=True,
-           sufficient=HINT_ACCURACY["error_identify"]),
-    Metric("acc_r_rationale", True, paper_name="Acc_r (rationale hint)",
-           aggregate=hint_accuracy(kind="rationale", field=FIELDS.judged), needs_judge=True,
-           sufficient=HINT_ACCURACY["rationale"]),
+    Metric(
+        "acc_r_error_identify",
+        True,
+        paper_name="Acc_r (error identification hint)",
+        aggregate=hint_accuracy(kind="error_identify", field=FIELDS.judged),
+        needs_judge=True,
+        sufficient=HINT_ACCURACY["error_identify"],
+    ),
+    Metric(
+        "acc_r_rationale",
+        True,
+        paper_name="Acc_r (rationale hint)",
+        aggregate=hint_accuracy(kind="rationale", field=FIELDS.judged),
+        needs_judge=True,
+        sufficient=HINT_ACCURACY["rationale"],
+    ),
     JUDGE_ERRORS,
     Metric("answer_parse_fail", False, unit="count", aggregate=answer_parse_failures),
     *_RUN_COUNTS,
@@ -57,24 +79,47 @@ def _parsed_logged_once(metrics: tuple[Metric, ...], under: str) -> tuple[Metric
     return tuple(m if m.name == under else replace(m, per_item=without_parsed) for m in metrics)
 
 
-TEMPLATE = _parsed_logged_once((
-    Metric("acc_i", True, paper_name="Acc_i", item_score=FIELDS.step_accuracy,
-           aggregate=percent_mean(FIELDS.step_accuracy),
-           description="identification accuracy: the first wrong step of the reasoning found"),
-    Metric("iou", True, paper_name="IoU", item_score=FIELDS.time_iou, aggregate=percent_mean(FIELDS.time_iou)),
-    ACC_R,
-    Metric("graph_jaccard", True, item_score=FIELDS.edge_jaccard, aggregate=percent_mean(FIELDS.edge_jaccard)),
-    Metric("format_rate", True, item_score="format_ok", aggregate=share_true(field="format_ok")),
-    JUDGE_ERRORS,
-    Metric("parse_fail", False, unit="count", aggregate=parse_failures),
-    Metric("by_domain", True, unit="dict", needs_judge=True,
-           aggregate=table(group_by="domain", names=DOMAINS, columns=TABLE_COLUMNS)),
-    Metric("by_error_type", True, unit="dict", needs_judge=True,
-           aggregate=table(group_by="error_type", names=ERROR_TYPES, columns=TABLE_COLUMNS)),
-    Metric("by_solution_source", True, unit="dict", needs_judge=True,
-           aggregate=table(group_by="solution_source", names=None, columns=TABLE_COLUMNS)),
-    *_RUN_COUNTS,
-), under="format_rate")
+TEMPLATE = _parsed_logged_once(
+    (
+        Metric(
+            "acc_i",
+            True,
+            paper_name="Acc_i",
+            item_score=FIELDS.step_accuracy,
+            aggregate=percent_mean(FIELDS.step_accuracy),
+            description="identification accuracy: the first wrong step of the reasoning found",
+        ),
+        Metric("iou", True, paper_name="IoU", item_score=FIELDS.time_iou, aggregate=percent_mean(FIELDS.time_iou)),
+        ACC_R,
+        Metric("graph_jaccard", True, item_score=FIELDS.edge_jaccard, aggregate=percent_mean(FIELDS.edge_jaccard)),
+        Metric("format_rate", True, item_score="format_ok", aggregate=share_true(field="format_ok")),
+        JUDGE_ERRORS,
+        Metric("parse_fail", False, unit="count", aggregate=parse_failures),
+        Metric(
+            "by_domain",
+            True,
+            unit="dict",
+            needs_judge=True,
+            aggregate=table(group_by="domain", names=DOMAINS, columns=TABLE_COLUMNS),
+        ),
+        Metric(
+            "by_error_type",
+            True,
+            unit="dict",
+            needs_judge=True,
+            aggregate=table(group_by="error_type", names=ERROR_TYPES, columns=TABLE_COLUMNS),
+        ),
+        Metric(
+            "by_solution_source",
+            True,
+            unit="dict",
+            needs_judge=True,
+            aggregate=table(group_by="solution_source", names=None, columns=TABLE_COLUMNS),
+        ),
+        *_RUN_COUNTS,
+    ),
+    under="format_rate",
+)
 
 BENCHMARK = Benchmark(
     name="virectify",
@@ -85,7 +130,7 @@ BENCHMARK = Benchmark(
         "_reflect_template_yaml": REFLECT_TEMPLATE,
         "_template_yaml": TEMPLATE,
     },
-    roles=('reflect',),
+    roles=("reflect",),
     data="ViRectify JSONL and videos in a local folder",
     judge="semantic_match",
     judge_prompt=ACC_R_JUDGE_PROMPT,  # the paper's Table 5 prompt, which the semantic_match judge sends

@@ -110,8 +110,17 @@ from lmms_eval_plugins.task_hooks import item_values
 from lmms_eval_plugins.doc_fields import CHANCE_FIELD, ORACLE_FIELD
 
 # What the task YAMLs name (lmms_eval_plugins/task_hooks.py adds the aggregations from the spec).
-HOOKS = ("process_docs", "process_docs_reflect", "doc_to_visual", "doc_to_text", "doc_to_messages", "JudgeFilter",
-         "judge_item", "process_results", "process_results_reflect")
+HOOKS = (
+    "process_docs",
+    "process_docs_reflect",
+    "doc_to_visual",
+    "doc_to_text",
+    "doc_to_messages",
+    "JudgeFilter",
+    "judge_item",
+    "process_results",
+    "process_results_reflect",
+)
 
 # Frames of the next requests are decoded while the model answers this one (docs/frame-cache.md).
 doc_to_messages = prefetched(prompts.doc_to_messages)
@@ -120,11 +129,15 @@ doc_to_visual = prefetched(prompts.doc_to_visual)
 
 # ----------------------------------------------------------------------------------------------- loading
 
-def _load(dataset: Any, sample_dir: Path | None) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], DataSource]:
+
+def _load(
+    dataset: Any, sample_dir: Path | None
+) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], DataSource]:
     """``sample_dir``: the bundled sample data beside the YAMLs lmms-eval loaded (task_hooks binds it)."""
     source_of = source_spec(dataset)
-    source = resolve_source(BENCHMARK, source_of.get("source", "auto"), sample_dir=sample_dir, hub_repo=None,
-                            local_layout=LOCAL_LAYOUT)
+    source = resolve_source(
+        BENCHMARK, source_of.get("source", "auto"), sample_dir=sample_dir, hub_repo=None, local_layout=LOCAL_LAYOUT
+    )
     return load_records(source), _options(source_of), source_of, source
 
 
@@ -133,8 +146,9 @@ def process_docs(dataset: Any, sample_dir: Path | None = None):
     docs = []
     for r in records:
         record = Record.of(r, options)
-        docs.append({**record.columns(), ORACLE_FIELD: oracle_response(r),
-                     CHANCE_FIELD: chance_responses(len(record.solution))})
+        docs.append(
+            {**record.columns(), ORACLE_FIELD: oracle_response(r), CHANCE_FIELD: chance_responses(len(record.solution))}
+        )
     return to_dataset(stamp_skipped(docs, records), gold_features())
 
 
@@ -150,12 +164,18 @@ def process_docs_reflect(dataset: Any, sample_dir: Path | None = None):
         given = provided[r["id"]] if provided is not None else None
         for kind in kinds:
             record = Record.of(r, options, hint=hint_of(kind, r, given, path))
-            docs.append({**record.columns(), ORACLE_FIELD: reflect_oracle_response(record),
-                         CHANCE_FIELD: reflect_chance_responses()})
+            docs.append(
+                {
+                    **record.columns(),
+                    ORACLE_FIELD: reflect_oracle_response(record),
+                    CHANCE_FIELD: reflect_chance_responses(),
+                }
+            )
     return to_dataset(stamp_skipped(docs, records))
 
 
 # ----------------------------------------------------------------------------------------------- scoring
+
 
 def score_response(doc: Any, text: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the per-sample scores, what was parsed) for one response; scores are fractions 0-1."""
