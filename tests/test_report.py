@@ -358,7 +358,9 @@ def test_markdown_figures_exist_and_html_is_self_contained(built):
         assert (built["out"] / ref).is_file(), ref
     html_text = built["html"]
     assert "<script" not in html_text and "<link" not in html_text
-    assert not re.search(r"""(?:src|href)=["'](?!data:|#)""", html_text)
+    # nothing outside the page but the samples view beside it (issue 39)
+    assert not re.search(r"""(?:src|href)=["'](?!data:|#|samples\.html["'])""", html_text)
+    assert (built["out"] / "samples.html").is_file() and 'href="samples.html"' in html_text
     assert html_text.count("<img") >= 5
     assert 'id="runs"' in html_text
 
@@ -512,7 +514,7 @@ def test_report_renders_in_headless_chromium(built, tmp_path):
     assert seen["page_width_open"] <= 1280 and seen["width"] <= 1280, seen
     assert seen["overflow"] == [], seen["overflow"]
     assert seen["scripts"] == 0
-    assert seen["external"] == []
+    assert seen["external"] == ["samples.html"]  # the samples view, a file beside the report
     assert seen["images"] and all(i["complete"] and i["w"] > 0 and i["h"] > 0 and i["inline"] for i in seen["images"])
     assert len(seen["images"]) == built["html"].count("<img")
     assert seen["anchors"] and all(a["ok"] for a in seen["anchors"])

@@ -63,6 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
     parser.add_argument("--no-markdown", action="store_true", help="write report.html only")
     parser.add_argument(
+        "--no-samples", action="store_true", help="no samples view (samples.html: every logged sample, side by side)"
+    )
+    parser.add_argument(
+        "--no-media", action="store_true", help="samples view without thumbnails (no image or video is read)"
+    )
+    parser.add_argument(
         "--skip-bad",
         action="store_true",
         help="turn an unreadable results JSON into a note in the report instead of an error",
@@ -96,7 +102,13 @@ def main(argv: list[str] | None = None) -> int:
         run.label = redact(run.label)
     dedupe_labels(runs)
     report = build_report(runs, title=args.title, plots=not args.no_plots, paper=not args.no_paper, extra_notes=notes)
+    if not args.no_samples:
+        from lmms_eval_plugins.report.samples_view import write_samples_view
+
+        report.samples_page = write_samples_view(runs, args.output, media=not args.no_media).name
     written = write_report(report, args.output, markdown=not args.no_markdown)
+    if report.samples_page:
+        written["samples"] = args.output / report.samples_page
     for path in written.values():
         emit(f"wrote {path}")
     if report.notes:

@@ -139,6 +139,7 @@ class Report:
     sections: list[Section]
     notes: list[str]
     generated: str  # when, in UTC ("2026-11-25 18:52:07 UTC")
+    samples_page: str = ""  # the samples view's file beside report.html ("" when not written)
 
 
 def slug(text: str) -> str:

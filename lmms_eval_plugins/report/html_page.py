@@ -119,6 +119,8 @@ def render_html(report: Report) -> str:
     nav = " ".join(f'<a href="#{_esc(s.id)}">{_esc(s.title)}</a>' for s in report.sections)
     if report.notes:
         nav += ' <a href="#notes">Notes</a>'
+    if report.samples_page:
+        nav += f' <a class="samples" href="{_esc(report.samples_page)}">Samples: every reply, side by side →</a>'
     body = []
     for sec in report.sections:
         body.append(f'<section id="{_esc(sec.id)}"><h2>{_esc(sec.title)}</h2>')
