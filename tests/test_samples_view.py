@@ -60,3 +60,21 @@ def test_the_data_file_cannot_close_a_script_and_names_no_control_character(tmp_
     (doc,) = data["docs"]
     assert doc["runs"][0]["reply"].startswith("</script><script>alert(1)</script>\\x1b]0;title")
     assert doc["runs"][0]["outcome"] == "unparseable" and doc["media"] == []
+
+
+def test_a_metric_with_its_own_item_is_shown_beside_the_first():
+    from lmms_eval_plugins.report.samples_view import _other_items
+
+    first = {"video_id": "v1", "kind": "desc", "correct": True}
+    chain = {"video_id": "v1", "kind": "desc", "chain": {"completed": False, "restarts": 1}}
+    line = {
+        "doc_id": 0,
+        "doc": {"x": 1},
+        "csr": first,
+        "amcl": dict(first),
+        "videos": chain,
+        "unscored": {"unscored": None},
+        "skipped": {"skipped_records": []},
+    }
+    assert _other_items(line, first) == [["videos.chain", '{"completed": false, "restarts": 1}']]
+    assert _other_items({"csr": first}, first) == []

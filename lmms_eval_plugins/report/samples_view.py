@@ -26,10 +26,10 @@ from typing import Any
 
 from lmms_eval_plugins.data import parse_json
 from lmms_eval_plugins.errors import DataError
-from lmms_eval_plugins.logged_samples import first_item, iter_samples
+from lmms_eval_plugins.logged_samples import BULKY, first_item, iter_samples
 from lmms_eval_plugins.outcome import MEDIA_SKIP_FIELD, UNSCORED_FIELD, UNSCORED_METRIC
 from lmms_eval_plugins.runs import Run
-from lmms_eval_plugins.safe_files import write_atomic
+from lmms_eval_plugins.safe_files import atomic_writer, write_atomic
 from lmms_eval_plugins.safe_text import escape_controls
 
 MAX_TEXT = 6000  # characters of a prompt or reply kept
@@ -104,6 +104,24 @@ def _fields(item: Mapping[str, Any] | None) -> list[list[str]]:
         for k, v in item.items()
         if k not in HIDDEN_FIELDS
     ]
+
+
+RUN_COUNT_KEYS = {UNSCORED_METRIC, "skipped", "skipped_by_reason"}  # the run's counts, not the sample's view
+MAX_OTHER = 2000  # characters of a metric's own item kept (a replayed causal chain, with its steps)
+
+
+def _other_items(record: Mapping[str, Any], item: Any) -> list[list[str]]:
+    """The fields of every item a metric logged apart from the line's first (what a benchmark's metric adds
+    for its own aggregation: CausalStep's replayed chain, for one), as ``metric.field``."""
+    out: list[list[str]] = []
+    for name, value in record.items():
+        if name in BULKY or name in RUN_COUNT_KEYS or value is item or not isinstance(value, Mapping) or value == item:
+            continue
+        for key, field in value.items():
+            if isinstance(item, Mapping) and item.get(key) == field:
+                continue  # shown above
+            out.append([_cut(f"{name}.{key}", 80), _cut(json.dumps(field, ensure_ascii=False, default=str), MAX_OTHER)])
+    return out
 
 
 class Thumbnails:
@@ -263,31 +281,44 @@ def collect(runs: Sequence[Run], thumbs: Thumbnails | None) -> dict[str, Any]:
                             "media": _media(record, thumbs),
                             "runs": [None] * len(runs),
                         }
-                        if thumbs is not None and not doc["media"]:  # lmms-eval logged no media: ask the task
+                        # lmms-eval logged the prompt but no media (a video task): ask the task what the model saw. This
+                        # loads the task's code and decoders, so a line without its prompt (a trimmed stored run) does not
+                        if thumbs is not None and not doc["media"] and "input" in record:
                             doc["media"] = _visuals(task, record.get("doc_id"), visuals_of, thumbs, run.notes)
                     item = first_item(record)
                     reply, attached = reply_of(record)
                     outcome, why = outcome_of(record, item)
                     judge = item.get("judge") if isinstance(item, Mapping) and "judge" in item else attached
-                    doc["runs"][r] = {
-                        "reply": _cut(reply),
-                        "outcome": outcome,
-                        "why": _cut(why, MAX_FIELD),
-                        "fields": _fields(item),
-                        "judge": _judge_view(judge),
-                    }
+                    # kept as its JSON text: one string a run and document, not a tree of small objects
+                    doc["runs"][r] = _json(
+                        {
+                            "reply": _cut(reply),
+                            "outcome": outcome,
+                            "why": _cut(why, MAX_FIELD),
+                            "fields": _fields(item) + _other_items(record, item),
+                            "judge": _judge_view(judge),
+                        }
+                    )
             except DataError as exc:  # a broken samples file: its run's samples are missing from the view
                 run.notes.append(f"samples view: {result.samples_path}: {exc.problem}")
     return {"runs": [escape_controls(run.label) for run in runs], "tasks": tasks, "docs": list(docs.values())}
+
+
+def _json(value: Any) -> str:
+    """ASCII-only JSON with every "<" escaped: the data can never close a script element or start a comment."""
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":")).replace("<", "\\u003c")
 
 
 def write_samples_view(runs: Sequence[Run], out_dir: Path, *, media: bool = True, max_thumbnails: int = 20000) -> Path:
     """Write samples.html, samples_data.js and samples_media/ into ``out_dir``; returns the page's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     data = collect(runs, Thumbnails(out_dir, max_thumbnails) if media else None)
-    # ASCII-only JSON, with "<" escaped: the data can never close a script element or start a comment
-    text = json.dumps(data, ensure_ascii=True, separators=(",", ":")).replace("<", "\\u003c")
-    write_atomic(out_dir / "samples_data.js", f"window.LMMS_SAMPLES = {text};\n")
+    with atomic_writer(out_dir / "samples_data.js") as out:  # written a document at a time
+        out.write(f'window.LMMS_SAMPLES = {{"runs":{_json(data["runs"])},"tasks":{_json(data["tasks"])},"docs":[')
+        for k, doc in enumerate(data["docs"]):
+            runs_text = ",".join(r if r is not None else "null" for r in doc.pop("runs"))
+            out.write(("," if k else "") + _json(doc)[:-1] + f',"runs":[{runs_text}]}}')
+        out.write("]};\n")
     page = out_dir / "samples.html"
     write_atomic(page, (Path(__file__).with_name("samples_page.html")).read_text(encoding="utf-8"))
     return page
