@@ -161,6 +161,11 @@ def install_evaluate_hook() -> bool:
         except KeyboardInterrupt:
             # one block instead of a 100-line torch traceback; 130: the shell's code for a Ctrl-C stop
             print(run_status.interrupted_block(output_path, sys.argv), file=sys.stderr, flush=True)
+            if _lmms_eval_command():
+                # the command ends now: a worker thread still waiting on a judge or the model (interpreter exit
+                # joins it) must not hold the stop; verdicts already received are committed in the judge cache
+                sys.stdout.flush()
+                os._exit(130)
             raise SystemExit(130) from None
         except Exception as exc:
             error = run_status.plugin_error_in(exc) or _model_args_error(
@@ -178,6 +183,13 @@ def install_evaluate_hook() -> bool:
 
     evaluator.simple_evaluate = _mark(simple_evaluate, original)
     return True
+
+
+def _lmms_eval_command() -> bool:
+    """This process is the ``lmms-eval`` command (not a program calling ``simple_evaluate``)."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    return getattr(spec, "name", "") in ("lmms_eval.__main__", "lmms_eval") or Path(sys.argv[0]).name == "lmms-eval"
 
 
 def _task_names(tasks: Any) -> list[str]:
