@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lmms_eval_plugins.logged_samples import logged_reply
+
 EXAMPLE_CHARS = 160
 
 
@@ -38,17 +40,8 @@ class TaskReport:
 
 
 def _reply_text(sample: Mapping[str, Any]) -> str:
-    value: Any = sample.get("resps", sample.get("filtered_resps"))
-    while isinstance(value, (list, tuple)) and value:
-        value = value[0]
-    if isinstance(value, str) and value.startswith("{"):  # a judged reply, logged as the filter's JSON
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            pass
-    if isinstance(value, Mapping):
-        value = value.get("text", value)
-    return value if isinstance(value, str) else json.dumps(value, default=str)
+    text, _ = logged_reply(sample)  # a judged reply is logged inside the filter's JSON
+    return text if text is not None else json.dumps(sample.get("resps", sample.get("filtered_resps")), default=str)
 
 
 def _item_status(item: Mapping[str, Any]) -> tuple[str, str | None] | None:

@@ -20,11 +20,11 @@ from __future__ import annotations
 import glob
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from lmms_eval_plugins.data import iter_jsonl
+from lmms_eval_plugins.data import iter_jsonl, parse_json
 from lmms_eval_plugins.errors import DataError, PluginError
 
 # lmms-eval's task names (all of 0.7.3's match); 200 leaves room for "<stem>_samples_" in a 255-byte name
@@ -110,6 +110,41 @@ def without_repeated_items(record: dict[str, Any], metrics: Any) -> dict[str, An
     return out
 
 
+def reply_parts(stored: Any) -> tuple[str | None, dict[str, Any] | None]:
+    """(the model's reply, the attachment it came in) of one request's logged value; (None, None) when
+    there is no reply.
+
+    A list is a filter's output (or lmms-eval's list of generations): its first element is the reply
+    (``[text, attachment]`` from our replay filter). Only inside such a list is a JSON object text an
+    attachment (our judge's ``{"text": reply, "judge": ...}``): a bare string is the reply itself, even
+    when the model answered with JSON.
+    """
+    value, in_list = stored, False
+    while isinstance(value, list) and value:
+        value, in_list = value[0], True
+    if in_list and isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            decoded = parse_json(value)
+        except ValueError:  # not JSON, or beyond the reader's bounds: the reply itself
+            decoded = None
+        if isinstance(decoded, dict) and "text" in decoded:
+            value = decoded
+    attachment = value if isinstance(value, dict) else None
+    if attachment is not None:
+        value = attachment.get("text")
+    return (value if isinstance(value, str) else None), attachment
+
+
+def reply_text(stored: Any) -> str | None:
+    """The model's reply in one request's logged value (:func:`reply_parts`), or None."""
+    return reply_parts(stored)[0]
+
+
+def logged_reply(sample: Mapping[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
+    """:func:`reply_parts` of a samples line's first request (``resps`` when kept, else ``filtered_resps``)."""
+    return reply_parts(sample["resps"] if "resps" in sample else sample.get("filtered_resps"))
+
+
 def first_item(record: Any) -> dict[str, Any] | None:
     """The first item a samples line holds (an object outside :data:`BULKY`), else None."""
     for name, value in record.items():
@@ -140,18 +175,13 @@ def lean(record: dict[str, Any]) -> dict[str, Any]:
       (``compare._item``, ``runs.items_of``); a metric logged with a different value keeps it.
     - Keys and short strings are interned: a million items share one copy of each field name.
     """
-    out: dict[str, Any] = {}
-    first: dict[str, Any] | None = None
-    for key, value in record.items():
-        if key in BULKY:
-            continue
-        if isinstance(value, dict):
-            if first is not None and value == first:
-                continue
-            value = {sys.intern(k): _interned(v) for k, v in value.items()}
-            first = value if first is None else first
-        out[sys.intern(key)] = value
-    return out
+    kept = {key: value for key, value in record.items() if key not in BULKY}
+    # every object of the line is a metric's item here (what the writer does with the task's metric names)
+    once = without_repeated_items(kept, frozenset(k for k, v in kept.items() if isinstance(v, dict)))
+    return {
+        sys.intern(key): {sys.intern(k): _interned(v) for k, v in value.items()} if isinstance(value, dict) else value
+        for key, value in once.items()
+    }
 
 
 def _interned(value: Any) -> Any:

@@ -302,3 +302,20 @@ def test_virectify_judged_counts_give_the_generic_routes_numbers(draws):
         (fast,) = stats.sufficient_resamples([(metric.sufficient, items)], clusters=clusters, iterations=60)
         generic = np.array([np.nan if v is None else v for v in generic], dtype=float)
         assert np.allclose(fast, generic, rtol=0, atol=1e-9, equal_nan=True), metric.name
+
+
+def test_causalstep_longest_run_from_its_length_counts_by_hand():
+    """MCL, a maximum, from the count of chains per longest-run length: resample sums of (complete chains'
+    longest-run one-hot columns) hold a length exactly when a chain of that length is in the resample."""
+    import numpy as np
+
+    from lmms_eval_plugins.benchmarks.causalstep import scoring
+
+    longest = scoring.LONGEST_RUN.value
+    base = scoring._LENGTHS
+    sums = np.zeros((4, base + 4))
+    sums[0, base + 3] = sums[0, base + 0] = 1  # chains with runs 3 and 0: MCL 3
+    sums[1, base + 2] = 2  # two chains of run 2: MCL 2
+    sums[2, base + 0] = 5  # five chains, none right: MCL 0
+    # row 3: no complete chain at all: 0, as max(..., default=0)
+    assert longest(sums, sums.sum(axis=0)).tolist() == [3.0, 2.0, 0.0, 0.0]

@@ -33,7 +33,9 @@ import functools
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +154,7 @@ def install_evaluate_hook() -> bool:
         run_state.begin_run(strict=run_state.strict_from_run_config(kwargs.get("model_args")))
         output_path = lmms_eval_output_path(sys.argv)
         tasks = _task_names(kwargs.get("tasks"))
+        previous = _stop_on_ctrl_c(output_path) if _lmms_eval_command() else None
         try:
             unusable = run_status.output_path_error(output_path)  # known now, before the model loads
             if unusable is not None:
@@ -159,13 +162,9 @@ def install_evaluate_hook() -> bool:
             _check_tasks_before_the_model_loads(tasks)
             result = original(*args, **kwargs)
         except KeyboardInterrupt:
-            # one block instead of a 100-line torch traceback; 130: the shell's code for a Ctrl-C stop
+            # a program calling simple_evaluate: one block instead of a 100-line torch traceback; 130: the
+            # shell's code for a Ctrl-C stop
             print(run_status.interrupted_block(output_path, sys.argv), file=sys.stderr, flush=True)
-            if _lmms_eval_command():
-                # the command ends now: a worker thread still waiting on a judge or the model (interpreter exit
-                # joins it) must not hold the stop; verdicts already received are committed in the judge cache
-                sys.stdout.flush()
-                os._exit(130)
             raise SystemExit(130) from None
         except Exception as exc:
             error = run_status.plugin_error_in(exc) or _model_args_error(
@@ -178,11 +177,33 @@ def install_evaluate_hook() -> bool:
             atexit.register(_print_last, block)
             # lmms-eval prints the traceback of what reaches it: ours alone, not tenacity's RetryError chain
             raise error.with_traceback(None) from None
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
         run_status.clear_failure(output_path)
         return result
 
     evaluator.simple_evaluate = _mark(simple_evaluate, original)
     return True
+
+
+def _stop_on_ctrl_c(output_path: str | None) -> Any:
+    """The ``lmms-eval`` command ends at a Ctrl-C, at once, with one block (exit status 130). A handler of our
+    own, not KeyboardInterrupt: inside the judge's event loop asyncio turns SIGINT into a cancellation that waits
+    for every call in flight, and interpreter exit joins threads still waiting on a judge or the model; the run
+    hung until they answered. Verdicts already received are committed in the judge cache. Returns the handler
+    it replaced (None off the main thread, where no handler can be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, frame: Any) -> None:
+        from lmms_eval_plugins import run_status
+
+        print(run_status.interrupted_block(output_path, sys.argv), file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(130)
+
+    return signal.signal(signal.SIGINT, stop)
 
 
 def _lmms_eval_command() -> bool:

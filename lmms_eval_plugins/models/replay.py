@@ -34,8 +34,12 @@ from typing import Any
 
 from lmms_eval.api.instance import Instance
 
-from lmms_eval_plugins.data import parse_json
-from lmms_eval_plugins.logged_samples import REPLAY_ERROR_MARK, ReplayError, load_samples  # noqa: F401 (REPLAY_ERROR_MARK: re-exported)
+from lmms_eval_plugins.logged_samples import (  # noqa: F401 (REPLAY_ERROR_MARK: re-exported)
+    REPLAY_ERROR_MARK,
+    ReplayError,
+    load_samples,
+    reply_text,
+)
 from lmms_eval_plugins.models._base import DocAnsweringModel
 from lmms_eval_plugins.runs import samples_path
 from lmms_eval_plugins.run_state import strict_mode
@@ -46,29 +50,6 @@ class RawReply(str):
 
     def strip(self, chars: str | None = None) -> RawReply:
         return self
-
-
-def reply_text(stored: Any) -> str | None:
-    """The model's reply in one request's logged value, or None when there is none.
-
-    A list is a filter's output (or lmms-eval's list of generations): its first element is the reply
-    (``[text, attachment]`` from our replay filter). Only inside such a list is a JSON object text an
-    attachment (our judge's ``{"text": reply, "judge": ...}``): a bare string is the reply itself, even
-    when the model answered with JSON.
-    """
-    value, in_list = stored, False
-    while isinstance(value, list) and value:
-        value, in_list = value[0], True
-    if in_list and isinstance(value, str) and value.lstrip().startswith("{"):
-        try:
-            decoded = parse_json(value)
-        except ValueError:  # not JSON, or beyond the reader's bounds: the reply itself
-            decoded = None
-        if isinstance(decoded, dict) and "text" in decoded:
-            value = decoded
-    if isinstance(value, dict):
-        value = value.get("text")
-    return value if isinstance(value, str) else None
 
 
 def request_values(sample: dict[str, Any], n_requests: int) -> list[Any] | None:

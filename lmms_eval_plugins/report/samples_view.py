@@ -24,9 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lmms_eval_plugins.data import parse_json
 from lmms_eval_plugins.errors import DataError
-from lmms_eval_plugins.logged_samples import BULKY, first_item, iter_samples
+from lmms_eval_plugins.logged_samples import BULKY, first_item, iter_samples, logged_reply
 from lmms_eval_plugins.outcome import MEDIA_SKIP_FIELD, UNSCORED_FIELD, UNSCORED_METRIC
 from lmms_eval_plugins.runs import Run
 from lmms_eval_plugins.safe_files import atomic_writer, write_atomic
@@ -49,18 +48,8 @@ def _cut(text: Any, limit: int = MAX_TEXT) -> str:
 
 def reply_of(record: Mapping[str, Any]) -> tuple[str, Any]:
     """(the model's reply, the judge outcome attached to it by a judge filter, if any)."""
-    value = record.get("resps", record.get("filtered_resps"))
-    while isinstance(value, list) and value:
-        value = value[0]
-    judge = None
-    if isinstance(value, str) and value.lstrip().startswith("{"):
-        try:
-            decoded = parse_json(value)
-        except ValueError:
-            decoded = None
-        if isinstance(decoded, dict) and "text" in decoded:
-            value, judge = decoded.get("text"), decoded.get("judge")
-    return ("" if value is None else str(value)), judge
+    text, attachment = logged_reply(record)
+    return text or "", (attachment or {}).get("judge")
 
 
 def outcome_of(record: Mapping[str, Any], item: Mapping[str, Any] | None) -> tuple[str, str]:

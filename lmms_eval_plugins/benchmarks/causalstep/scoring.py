@@ -211,13 +211,12 @@ def _per(numerator: int, denominator: int, scale: float = 1.0) -> Sufficient:
     return Sufficient(chain_columns, value)
 
 
-SUFFICIENT = {
-    "csr": _per(_COMPLETED, _COMPLETE, 100.0),
-    "amcl": _per(_LONGEST, _COMPLETE),
-    "rf": _per(_RESTARTS, _COMPLETE),
-    "ws": _per(_SCORE, _COMPLETE),
-    "ws_max": _per(_PERFECT, _COMPLETE),
-    "dua": _per(_DESC_RIGHT, _DESC, 100.0),
-    "icra": _per(_ISO_RIGHT, _ISO, 100.0),
-    "mcl": Sufficient(chain_columns, _longest_counted),
-}
+# each the same arithmetic as the aggregation of the same meaning above (spec.py pairs them with their metrics)
+CHAIN_SUCCESS_RATE = _per(_COMPLETED, _COMPLETE, 100.0)
+AVERAGE_LONGEST_RUN = _per(_LONGEST, _COMPLETE)
+LONGEST_RUN = Sufficient(chain_columns, _longest_counted)
+RESTARTS_PER_VIDEO = _per(_RESTARTS, _COMPLETE)
+WEIGHTED_SCORE_MEAN = _per(_SCORE, _COMPLETE)
+PERFECT_SCORE_MEAN = _per(_PERFECT, _COMPLETE)
+DESCRIPTIVE_ACCURACY = _per(_DESC_RIGHT, _DESC, 100.0)
+ISOLATED_ACCURACY = _per(_ISO_RIGHT, _ISO, 100.0)

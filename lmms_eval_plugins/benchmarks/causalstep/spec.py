@@ -22,14 +22,7 @@ _RUN_COUNTS = (
 def _metric(
     name: str, higher_is_better: bool, aggregate: s.Aggregation, *, logs_chain: bool = False, **kw: Any
 ) -> Metric:
-    return Metric(
-        name,
-        higher_is_better,
-        aggregate=aggregate,
-        per_item=None if logs_chain else s.request_item,
-        sufficient=s.SUFFICIENT.get(name),
-        **kw,
-    )
+    return Metric(name, higher_is_better, aggregate=aggregate, per_item=None if logs_chain else s.request_item, **kw)
 
 
 # "number": a plain number on its own scale (questions, restarts per video, points), not a percentage.
@@ -38,16 +31,21 @@ CHAIN_METRICS = (
         "csr",
         True,
         s.chain_success_rate,
+        sufficient=s.CHAIN_SUCCESS_RATE,
         paper_name="CSR",
         description="chain success rate: share of videos whose whole causal chain was answered right",
     ),
-    _metric("amcl", True, s.average_max_chain_length, paper_name="AMCL", unit="number"),
-    _metric("mcl", True, s.max_chain_length, paper_name="MCL", unit="number"),
-    _metric("rf", False, s.restart_frequency, paper_name="RF", unit="number"),
-    _metric("ws", True, s.weighted_score, paper_name="WS", unit="number"),
-    _metric("ws_max", True, s.perfect_weighted_score, paper_name="WS max", unit="number"),
-    _metric("dua", True, s.descriptive_accuracy, paper_name="DUA"),
-    _metric("icra", True, s.isolated_causal_accuracy, paper_name="ICRA"),
+    _metric(
+        "amcl", True, s.average_max_chain_length, sufficient=s.AVERAGE_LONGEST_RUN, paper_name="AMCL", unit="number"
+    ),
+    _metric("mcl", True, s.max_chain_length, sufficient=s.LONGEST_RUN, paper_name="MCL", unit="number"),
+    _metric("rf", False, s.restart_frequency, sufficient=s.RESTARTS_PER_VIDEO, paper_name="RF", unit="number"),
+    _metric("ws", True, s.weighted_score, sufficient=s.WEIGHTED_SCORE_MEAN, paper_name="WS", unit="number"),
+    _metric(
+        "ws_max", True, s.perfect_weighted_score, sufficient=s.PERFECT_SCORE_MEAN, paper_name="WS max", unit="number"
+    ),
+    _metric("dua", True, s.descriptive_accuracy, sufficient=s.DESCRIPTIVE_ACCURACY, paper_name="DUA"),
+    _metric("icra", True, s.isolated_causal_accuracy, sufficient=s.ISOLATED_ACCURACY, paper_name="ICRA"),
 )
 VIDEOS = _metric("videos", True, s.complete_videos, unit="count", logs_chain=True)
 TEMPLATE = (

@@ -8,6 +8,7 @@ spec.py's to say (:class:`ItemFields`, the metrics' ``item_score``): this module
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -231,17 +232,27 @@ def hint_accuracy(*, kind: str, field: str) -> Aggregation:
 HINT_KINDS = ("error_identify", "rationale")
 
 
-def judged_columns(items: Items) -> np.ndarray:
-    """Per item: the verdict counted (skipped: 0) and counted at all, no verdict (a judge error, not judged),
-    then per hint kind (``HINT_KINDS``): a per-sample ``acc_r`` of that kind, and its value."""
-    out = np.zeros((len(items), 3 + 2 * len(HINT_KINDS)))
-    for k, item in enumerate(items):
-        score = judged_mean([item["judge"]])
-        out[k, :3] = (score.value_percent / 100.0 if score.n_judged else 0.0, score.n_judged, score.n_without_verdict)
-        kind, value = item.get("hint_kind"), item.get("acc_r")
-        if kind in HINT_KINDS and value is not None:
-            out[k, 3 + 2 * HINT_KINDS.index(kind) : 5 + 2 * HINT_KINDS.index(kind)] = (1, float(value))
-    return out
+@functools.lru_cache(maxsize=None)
+def judged_columns(field: str) -> Callable[[Items], np.ndarray]:
+    """The per-item counts of the judged metrics whose per-sample verdict is in ``field`` (one function per
+    field, so the metrics sharing it share its sums): the verdict counted (skipped: 0) and counted at all,
+    no verdict (a judge error, not judged), then per hint kind (``HINT_KINDS``): a verdict of that kind, its value."""
+
+    def columns(items: Items) -> np.ndarray:
+        out = np.zeros((len(items), 3 + 2 * len(HINT_KINDS)))
+        for k, item in enumerate(items):
+            score = judged_mean([item["judge"]])
+            out[k, :3] = (
+                score.value_percent / 100.0 if score.n_judged else 0.0,
+                score.n_judged,
+                score.n_without_verdict,
+            )
+            kind, value = item.get("hint_kind"), item.get(field)
+            if kind in HINT_KINDS and value is not None:
+                out[k, 3 + 2 * HINT_KINDS.index(kind) : 5 + 2 * HINT_KINDS.index(kind)] = (1, float(value))
+        return out
+
+    return columns
 
 
 def _judged_value(sums: np.ndarray, full: np.ndarray) -> np.ndarray:
@@ -260,5 +271,11 @@ def _hint_value(kind: str):
     return value
 
 
-JUDGED_ACCURACY = Sufficient(judged_columns, _judged_value)
-HINT_ACCURACY = {kind: Sufficient(judged_columns, _hint_value(kind)) for kind in HINT_KINDS}
+def judged_accuracy_counts(field: str) -> Sufficient:
+    """``judged_accuracy`` over the verdicts in ``field``, every resample at once."""
+    return Sufficient(judged_columns(field), _judged_value)
+
+
+def hint_accuracy_counts(*, kind: str, field: str) -> Sufficient:
+    """``hint_accuracy(kind=..., field=...)``, every resample at once."""
+    return Sufficient(judged_columns(field), _hint_value(kind))

@@ -9,13 +9,13 @@ from lmms_eval_plugins.benchmark import Benchmark, Metric, task_folder
 from lmms_eval_plugins.benchmarks.virectify.judge_prompt import ACC_R_JUDGE_PROMPT
 from lmms_eval_plugins.benchmarks.virectify.records import DOMAINS, ERROR_TYPES
 from lmms_eval_plugins.benchmarks.virectify.scoring import (
-    HINT_ACCURACY,
-    JUDGED_ACCURACY,
     ItemFields,
     answer_parse_failures,
     hint_accuracy,
+    hint_accuracy_counts,
     judge_errors,
     judged_accuracy,
+    judged_accuracy_counts,
     judged_percent,
     parse_failures,
     percent_mean,
@@ -45,7 +45,7 @@ ACC_R = Metric(
     paper_name="Acc_r",
     aggregate=judged_accuracy("acc_r"),
     needs_judge=True,
-    sufficient=JUDGED_ACCURACY,
+    sufficient=judged_accuracy_counts(FIELDS.judged),
     description="rectification accuracy: the corrected reasoning judged right",
 )
 JUDGE_ERRORS = Metric("acc_r_judge_errors", False, unit="count", aggregate=judge_errors)
@@ -58,7 +58,7 @@ REFLECT_TEMPLATE = (
         paper_name="Acc_r (error identification hint)",
         aggregate=hint_accuracy(kind="error_identify", field=FIELDS.judged),
         needs_judge=True,
-        sufficient=HINT_ACCURACY["error_identify"],
+        sufficient=hint_accuracy_counts(kind="error_identify", field=FIELDS.judged),
     ),
     Metric(
         "acc_r_rationale",
@@ -66,7 +66,7 @@ REFLECT_TEMPLATE = (
         paper_name="Acc_r (rationale hint)",
         aggregate=hint_accuracy(kind="rationale", field=FIELDS.judged),
         needs_judge=True,
-        sufficient=HINT_ACCURACY["rationale"],
+        sufficient=hint_accuracy_counts(kind="rationale", field=FIELDS.judged),
     ),
     JUDGE_ERRORS,
     Metric("answer_parse_fail", False, unit="count", aggregate=answer_parse_failures),
