@@ -8,7 +8,6 @@ spec.py's to say (:class:`ItemFields`, the metrics' ``item_score``): this module
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -232,10 +231,9 @@ def hint_accuracy(*, kind: str, field: str) -> Aggregation:
 HINT_KINDS = ("error_identify", "rationale")
 
 
-@functools.lru_cache(maxsize=None)
 def judged_columns(field: str) -> Callable[[Items], np.ndarray]:
-    """The per-item counts of the judged metrics whose per-sample verdict is in ``field`` (one function per
-    field, so the metrics sharing it share its sums): the verdict counted (skipped: 0) and counted at all,
+    """The per-item counts of the judged metrics whose per-sample verdict is in ``field`` (the spec makes one
+    per field and hands it to each metric, so the metrics sharing it share its sums): the verdict counted (skipped: 0) and counted at all,
     no verdict (a judge error, not judged), then per hint kind (``HINT_KINDS``): a verdict of that kind, its value."""
 
     def columns(items: Items) -> np.ndarray:
@@ -271,11 +269,11 @@ def _hint_value(kind: str):
     return value
 
 
-def judged_accuracy_counts(field: str) -> Sufficient:
-    """``judged_accuracy`` over the verdicts in ``field``, every resample at once."""
-    return Sufficient(judged_columns(field), _judged_value)
+def judged_accuracy_counts(columns: Callable[[Items], np.ndarray]) -> Sufficient:
+    """``judged_accuracy`` from ``judged_columns(field)``, every resample at once."""
+    return Sufficient(columns, _judged_value)
 
 
-def hint_accuracy_counts(*, kind: str, field: str) -> Sufficient:
-    """``hint_accuracy(kind=..., field=...)``, every resample at once."""
-    return Sufficient(judged_columns(field), _hint_value(kind))
+def hint_accuracy_counts(*, kind: str, columns: Callable[[Items], np.ndarray]) -> Sufficient:
+    """``hint_accuracy(kind=..., field=...)`` from ``judged_columns(field)``, every resample at once."""
+    return Sufficient(columns, _hint_value(kind))

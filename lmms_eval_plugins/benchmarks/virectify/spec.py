@@ -16,6 +16,7 @@ from lmms_eval_plugins.benchmarks.virectify.scoring import (
     judge_errors,
     judged_accuracy,
     judged_accuracy_counts,
+    judged_columns,
     judged_percent,
     parse_failures,
     percent_mean,
@@ -26,6 +27,8 @@ from lmms_eval_plugins.benchmarks.virectify.scoring import (
 
 # Where a scored item holds each per-sample score (the metrics' item_score; also what stored runs carry).
 FIELDS = ItemFields(step_accuracy="acc_i", time_iou="iou", edge_jaccard="graph_jaccard", judged="acc_r")
+# The judged metrics' per-item counts, made once so the metrics that share them share their sums.
+JUDGED_COLUMNS = judged_columns(FIELDS.judged)
 # The columns of each row of the paper's Table 2 breakdowns, in percent.
 TABLE_COLUMNS = {
     "acc_i": percent_mean(FIELDS.step_accuracy),
@@ -45,7 +48,7 @@ ACC_R = Metric(
     paper_name="Acc_r",
     aggregate=judged_accuracy("acc_r"),
     needs_judge=True,
-    sufficient=judged_accuracy_counts(FIELDS.judged),
+    sufficient=judged_accuracy_counts(JUDGED_COLUMNS),
     description="rectification accuracy: the corrected reasoning judged right",
 )
 JUDGE_ERRORS = Metric("acc_r_judge_errors", False, unit="count", aggregate=judge_errors)
@@ -58,7 +61,7 @@ REFLECT_TEMPLATE = (
         paper_name="Acc_r (error identification hint)",
         aggregate=hint_accuracy(kind="error_identify", field=FIELDS.judged),
         needs_judge=True,
-        sufficient=hint_accuracy_counts(kind="error_identify", field=FIELDS.judged),
+        sufficient=hint_accuracy_counts(kind="error_identify", columns=JUDGED_COLUMNS),
     ),
     Metric(
         "acc_r_rationale",
@@ -66,7 +69,7 @@ REFLECT_TEMPLATE = (
         paper_name="Acc_r (rationale hint)",
         aggregate=hint_accuracy(kind="rationale", field=FIELDS.judged),
         needs_judge=True,
-        sufficient=hint_accuracy_counts(kind="rationale", field=FIELDS.judged),
+        sufficient=hint_accuracy_counts(kind="rationale", columns=JUDGED_COLUMNS),
     ),
     JUDGE_ERRORS,
     Metric("answer_parse_fail", False, unit="count", aggregate=answer_parse_failures),
