@@ -12,6 +12,12 @@
 
     python bench/bench_batch.py --json bench/batch_bench.json      # about 2 minutes on 2 cores
     python bench/bench_batch.py --n 500 --latency 0.05             # quick look
+    python bench/bench_batch.py --ingest-sizes 1000,10000,100000 --json bench/batch_ingest_bench.json
+
+3. ``--ingest-sizes``: the batch mode alone at each size, timing its ingest (``BatchClient._ingest``: read the
+   output file's lines, check each against the batch's ids, store the verdicts) in CPU seconds against its
+   floor in the same process: ``json.loads`` of the same output lines plus one ``executemany`` of as many
+   rows into a fresh SQLite table, in one transaction.
 """
 
 from __future__ import annotations
@@ -125,6 +131,53 @@ def requests(n: int, base_url: str) -> list[BatchRequest]:
     return out
 
 
+class _IngestTimer:
+    """Wraps a client's ingest: its CPU seconds, and the raw output lines it read (for the floor)."""
+
+    def __init__(self, client) -> None:
+        self.cpu, self.lines = 0.0, []
+        ingest, lines = client._ingest, client._lines
+
+        def timed_ingest(*args, **kwargs):
+            started = time.process_time()
+            try:
+                return ingest(*args, **kwargs)
+            finally:
+                self.cpu += time.process_time() - started
+
+        def kept_lines(*args, **kwargs):
+            for number, raw in lines(*args, **kwargs):
+                if raw:
+                    self.lines.append(raw)
+                yield number, raw
+
+        client._ingest, client._lines = timed_ingest, kept_lines
+
+    def figures(self, folder: Path) -> dict:
+        import sqlite3
+
+        lines = self.lines
+        started = time.process_time()
+        parsed = [json.loads(raw) for raw in lines]
+        rows = [(p["custom_id"], json.dumps(p["response"]["body"]["choices"][0]["message"]["content"])) for p in parsed]
+        db = sqlite3.connect(folder / "floor.sqlite3")
+        db.execute("CREATE TABLE verdicts (key TEXT PRIMARY KEY, reply TEXT)")
+        with db:
+            db.executemany("INSERT INTO verdicts VALUES (?, ?)", rows)
+        db.close()
+        floor = time.process_time() - started
+        return {
+            "ingest_cpu_s": round(self.cpu, 3),
+            "floor_cpu_s": round(floor, 3),
+            "ratio_to_floor": round(self.cpu / floor, 2),
+            "output_lines": len(lines),
+        }
+
+
+def _timed_ingest(client) -> _IngestTimer:
+    return _IngestTimer(client)
+
+
 def child(mode: str, n: int, base_url: str) -> dict:
     from lmms_eval_plugins.judges.batch import BatchClient, BatchRun, BatchSettings
     from lmms_eval_plugins.judges.cache import VerdictCache
@@ -134,7 +187,7 @@ def child(mode: str, n: int, base_url: str) -> dict:
     endpoint = Endpoint(base_url, "bench-key")
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        if mode == "batch":
+        if mode in ("batch", "ingest"):
             collected = Path(tmp) / "collected.jsonl"
             collect(collected, requests(n, base_url))  # what the collecting replay leaves
             pending = read_collected(collected)
@@ -142,6 +195,7 @@ def child(mode: str, n: int, base_url: str) -> dict:
             client = BatchClient(endpoint, cache, Path(tmp), BatchSettings(poll_s=0.05), log=lambda _: None)
             run = BatchRun()
             state = client.submit(pending, run)
+            timed = _timed_ingest(client) if mode == "ingest" else None
             client.collect(pending, state, run, None)
             result = {
                 "verdicts": run.verdicts,
@@ -149,6 +203,8 @@ def child(mode: str, n: int, base_url: str) -> dict:
                 "batch_file_bytes": sum(e["bytes"] for e in state["batches"]),
                 "collected_file_bytes": collected.stat().st_size,
             }
+            if timed is not None:
+                result.update(timed.figures(Path(tmp)))
         else:
             runtime = JudgeRuntime(Path(tmp) / "cache.sqlite3")
             settings = RuntimeSettings.from_env({})
@@ -166,10 +222,14 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per synchronous call at the server")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--ingest-sizes", default=None, help="comma-separated sizes: time the batch ingest alone")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "URL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child[0], args.n, args.child[1])))
+        return
+    if args.ingest_sizes:
+        ingest_figures(args)
         return
     figures: dict = {"n": args.n, "sync_latency_s": args.latency, "prefix": shared_prefixes()}
     with BatchServer(latency=args.latency, lifetime=3600) as server:
@@ -188,6 +248,35 @@ def main() -> None:
                 **json.loads(done.stdout.strip().splitlines()[-1]),
                 "sync_calls": server.sync_calls - before,
             }
+    figures["environment"] = environment(["openai"])
+    text = json.dumps(figures, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
+
+
+def ingest_figures(args) -> None:
+    sizes = [int(s) for s in args.ingest_sizes.split(",")]
+    figures: dict = {"sizes": {}}
+    with BatchServer(latency=0.0, lifetime=3600) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LMMS_EVAL_PLUGINS_JUDGE")}
+        env["LMMS_EVAL_PLUGINS_JUDGE_CACHE_SECRET"] = str(Path(tempfile.mkdtemp()) / "secret")
+        for n in sizes:
+            done = subprocess.run(
+                [sys.executable, __file__, "--n", str(n), "--child", "ingest", server.base_url],
+                env=env,
+                check=True,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            figures["sizes"][n] = {
+                **json.loads(done.stdout.strip().splitlines()[-1]),
+                "load_avg_1m": os.getloadavg()[0],
+            }
+            print(n, json.dumps(figures["sizes"][n]), flush=True)
+    per = {n: f["ingest_cpu_s"] / n for n, f in figures["sizes"].items()}
+    if len(sizes) > 1:
+        figures["cost_per_verdict_growth_last_step"] = round(per[sizes[-1]] / per[sizes[-2]], 2)
     figures["environment"] = environment(["openai"])
     text = json.dumps(figures, indent=2)
     print(text)

@@ -14,7 +14,7 @@ For ErrorRadar CATE (one round; the record is the cluster unit) at each size, in
 - **report**: ``lmms-eval-plugins report`` of one stored run, as a subprocess, against reading its samples once.
 
 Each figure is CPU seconds (this process, or the child's), with the child's peak RSS, and the machine's
-load average. Batch ingest and ``process_docs`` are not measured here yet (issue 40's items 3 and 5).
+load average. ``process_docs``: bench/bench_process_docs.py; batch ingest: bench/bench_batch.py --ingest-sizes.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from _timing import environment  # noqa: E402
 from lmms_eval_plugins import errorbars, stats  # noqa: E402
 from lmms_eval_plugins.benchmarks.errorradar.scoring import CATEGORIES, prf_columns  # noqa: E402
 from lmms_eval_plugins.benchmarks.errorradar.spec import BENCHMARK, CATE_TEMPLATE  # noqa: E402
-from lmms_eval_plugins.logged_samples import read_samples  # noqa: E402
+from lmms_eval_plugins.logged_samples import read_samples, without_repeated_items  # noqa: E402
 
 TASK = "errorradar_cate_sample"
 
@@ -93,8 +93,8 @@ def error_bar_figures(n: int, iterations: int) -> dict:
 
 
 def write_run(folder: Path, n: int, seed: int) -> Path:
-    """A stored lmms-eval run of the CATE task: a results JSON and a samples file, each item logged under
-    every metric name as lmms-eval 0.7.3 logs it."""
+    """A stored lmms-eval run of the CATE task: a results JSON and a samples file, written as the run writes
+    it (the ``samples-writer`` compat entry: the item lmms-eval logs under every metric name kept once)."""
     folder.mkdir(parents=True)
     names = [m.name for m in CATE_TEMPLATE]
     results = {
@@ -117,7 +117,7 @@ def write_run(folder: Path, n: int, seed: int) -> Path:
                 "filtered_resps": [item["pred"] or "?"],
                 **{m: item for m in names},
             }
-            out.write(json.dumps(line) + "\n")
+            out.write(json.dumps(without_repeated_items(line, names)) + "\n")
     return path
 
 
@@ -158,8 +158,8 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=1000)
     parser.add_argument(
         "--run-sizes",
-        default="1000,10000",
-        help="sizes at which compare and report run too (a 100k run's samples file is about 420 MB)",
+        default="1000,10000,100000",
+        help="sizes at which compare and report run too (a 100k run's samples file is about 50 MB)",
     )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()

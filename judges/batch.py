@@ -403,8 +403,11 @@ class BatchClient:
         run.verdicts += verdicts
 
     # -- submit ---------------------------------------------------------------------------------
-    def submit(self, requests: Sequence[BatchRequest], run: BatchRun) -> dict[str, Any]:
-        """Record and create batches for the requests no recorded batch carries; finish interrupted submissions."""
+    def submit(
+        self, requests: Sequence[BatchRequest], run: BatchRun, provenance: Mapping[str, str | None] | None = None
+    ) -> dict[str, Any]:
+        """Record and create batches for the requests no recorded batch carries; finish interrupted submissions.
+        ``provenance``: fields each new entry records (signed with it), e.g. where its requests are kept."""
         state = self.load(run)
         self._saved = self._saved or (state_text(state, self.cache.secret) if state["batches"] else None)
         host = self.endpoint.display
@@ -421,6 +424,7 @@ class BatchClient:
                         "bytes": sum(sizes[start:end]),
                         "status": "recorded",
                         "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                        **{k: v for k, v in (provenance or {}).items() if v is not None},
                     }
                 )
             self._save(state)  # before any upload: a kill from here on creates no second batch
@@ -801,7 +805,12 @@ class BatchClient:
             conflicting.add(line.custom_id)
 
     def _judge(self, request: BatchRequest) -> Any:
-        key = (request.judge, json.dumps(request.sampling, sort_keys=True))
+        try:  # called twice per ingested line: a tuple of the settings, JSON only for an unhashable value
+            settings: Any = tuple(sorted(request.sampling.items()))
+            hash(settings)
+        except TypeError:
+            settings = json.dumps(request.sampling, sort_keys=True)
+        key = (request.judge, settings)
         if key not in self._judges:
             from .registry import load_judge_class
 

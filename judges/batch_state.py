@@ -38,6 +38,8 @@ _ENTRY_FIELDS: dict[str, type | tuple[type, ...]] = {
     "done_requests": int,
     "unknown_lines": int,
     "duplicate_lines": int,
+    "requests_sha256": str,  # the recorded requests (score_batch.RECORDED_FILE) a resume may reuse
+    "run_key": str,  # ... for the run and options they were collected for (score_batch.run_key)
     "mac": str,
 }
 

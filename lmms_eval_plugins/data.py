@@ -932,8 +932,12 @@ def to_dataset(docs: list[dict[str, Any]], features: Mapping[str, Any] | None = 
     """Docs -> ``datasets.Dataset`` (lmms-eval holds a task's docs as one). Nested values travel as Arrow
     lists and structs. ``features`` (column -> ``datasets`` feature) types the columns inference cannot
     (an empty list, a field null in every doc): all of them, or some, the others inferred as
-    ``Dataset.from_list`` would. The skipped-records stamp always has its one type."""
+    ``Dataset.from_list`` would. The skipped-records stamp always has its one type.
+
+    The Arrow table is built a column at a time (one ``pyarrow.array`` each): ``Dataset.from_list`` with
+    features encodes row by row, 8-20x the cost of the table itself (issue 40, ``bench/bench_process_docs.py``)."""
     import datasets
+    import pyarrow as pa
 
     fixed = dict(features or {})
     if docs and SKIPPED_FIELD in docs[0]:
@@ -943,7 +947,16 @@ def to_dataset(docs: list[dict[str, Any]], features: Mapping[str, Any] | None = 
             return datasets.Dataset.from_list(docs)
         # from_list([]) has no columns, which the features then refuse
         return datasets.Dataset.from_dict({name: [] for name in fixed}, features=datasets.Features(fixed))
-    rest = [name for name in docs[0] if name not in fixed]
-    inferred = datasets.Dataset.from_list([{k: d.get(k) for k in rest} for d in docs]).features if rest else {}
-    ordered = datasets.Features({name: fixed[name] if name in fixed else inferred[name] for name in docs[0]})
-    return datasets.Dataset.from_list(docs, features=ordered)
+    names = list(docs[0])
+    fixed_types = datasets.Features({name: fixed[name] for name in names if name in fixed}).type
+    arrays = []
+    for name in names:
+        column = [doc.get(name) for doc in docs]
+        if name in fixed:
+            arrays.append(pa.array(column, type=fixed_types[name].type))
+        else:
+            arrays.append(pa.array(column))
+    table = pa.Table.from_arrays(arrays, names=names)
+    inferred = datasets.Features.from_arrow_schema(table.schema)
+    ordered = datasets.Features({name: fixed[name] if name in fixed else inferred[name] for name in names})
+    return datasets.Dataset(table.cast(ordered.arrow_schema), info=datasets.DatasetInfo(features=ordered))

@@ -7,11 +7,17 @@
    and ingests the verdicts into the judge cache.
 3. The usual replay then scores from the cache; a request without a batch verdict stays unscored
    (``LMMS_EVAL_PLUGINS_JUDGE_BATCH_CACHE_ONLY``) unless ``--batch-fallback sync`` asks it synchronously.
+
+A resume (the same command again while its batches are not final) skips step 1: the requests it collected
+are kept beside the run (``judge_batch_requests.jsonl``), and each batch entry of the signed state records
+their SHA-256 and the run's key (:func:`run_key`). They are reused only when every open batch names that
+file's hash and this command's key; else the collecting replay runs as before (issue 40, item 4).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import shlex
@@ -39,6 +45,12 @@ from lmms_eval_plugins.judges.batch_requests import (
 
 EXIT_WAITING = 3  # batches submitted, not final yet: run the printed command later
 COLLECT_FILE = "batch_requests.jsonl"
+RECORDED_FILE = "judge_batch_requests.jsonl"  # beside the run: the requests its open batches carry
+MAX_RECORDED_BYTES = 2 * 2**30  # about a million requests; a bigger file is collected again instead
+# What a resume must share with the score that collected: options that change what is asked or scored.
+# (Not --batch-wait, --batch-fallback, -v or --prices: they change how long one waits or what is printed.)
+_RUN_KEY_SKIPPED_OPTIONS = {"--batch-wait": 1, "--batch-fallback": 1, "--prices": 1, "-v": 0, "--verbose": 0}
+_RUN_KEY_SKIPPED_ENV = ("KEY", "TOKEN", "SECRET", "PASSWORD", ENV_PRICES)
 RESULTS_KEY = "lmms_eval_plugins_judges"  # where the results JSON keeps the judge accounting (compat results-hook)
 
 
@@ -148,6 +160,73 @@ def collect_later_command(argv: list[str]) -> str:
     return shlex.join(["lmms-eval-plugins", "score", *out])
 
 
+def run_key(argv: list[str], env: Mapping[str, str], original_path: Path) -> str:
+    """What the collected requests depend on, hashed: the command's options that change what is asked
+    (:data:`_RUN_KEY_SKIPPED_OPTIONS` left out), the plugin's settings in the environment (secrets left
+    out), and the stored run's files (name, size, modification time)."""
+    options, skip = [], 0
+    for arg in argv:
+        if skip:
+            skip -= 1
+            continue
+        name = arg.split("=", 1)[0]
+        if name in _RUN_KEY_SKIPPED_OPTIONS:
+            skip = 0 if "=" in arg else _RUN_KEY_SKIPPED_OPTIONS[name]
+            continue
+        options.append(arg)
+    settings = sorted(
+        (k, v)
+        for k, v in env.items()
+        if k.startswith(("LMMS_EVAL_PLUGINS_", "OPENAI_BASE_URL")) and not any(w in k for w in _RUN_KEY_SKIPPED_ENV)
+    )
+    files = []
+    for path in sorted(original_path.parent.glob(f"{original_path.name.split('_results')[0]}*")):
+        st = path.stat()
+        files.append((path.name, st.st_size, st.st_mtime_ns))
+    blob = json.dumps({"options": options, "env": settings, "files": files}, sort_keys=True)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def record_requests(requests: list[Any], folder: Path) -> str:
+    """Keep the requests beside the run (mode 0600, one atomic write), sorted by key so that the same
+    requests collected again give the same bytes; their SHA-256 (hex)."""
+    from lmms_eval_plugins.safe_files import atomic_writer
+
+    digest = hashlib.sha256()
+    with atomic_writer(folder / RECORDED_FILE, mode=0o600, binary=True) as out:
+        for request in sorted(requests, key=lambda r: r.key):
+            line = (request.to_json() + "\n").encode("utf-8")
+            digest.update(line)
+            out.write(line)
+    return digest.hexdigest()
+
+
+def recorded_requests(
+    folder: Path, state: Mapping[str, Any], host: str, key: str, scratch: Path
+) -> tuple[list[Any], str] | None:
+    """(the requests an earlier score recorded, their hash) when every batch still open at ``host`` was
+    recorded with this run key and that file's hash; else None (the collecting replay runs)."""
+    from lmms_eval_plugins.safe_files import UnsafePathError, read_stored, write_atomic
+
+    open_batches = [e for e in state["batches"] if e["endpoint"] == host and not e.get("ingested")]
+    if not open_batches or any(e.get("run_key") != key for e in open_batches):
+        return None
+    try:
+        data, _ = read_stored(folder / RECORDED_FILE, MAX_RECORDED_BYTES)
+    except (OSError, ValueError, UnsafePathError):
+        return None
+    sha = hashlib.sha256(data).hexdigest()
+    if any(e.get("requests_sha256") != sha for e in open_batches):
+        return None
+    copy = scratch / COLLECT_FILE  # parsed from the very bytes that were hashed, in our own scratch folder
+    write_atomic(copy, data, mode=0o600)
+    try:
+        requests = read_collected(copy)
+    except ValueError:
+        return None
+    return requests, sha
+
+
 def prepare(
     args: argparse.Namespace,
     argv: list[str],
@@ -165,6 +244,7 @@ def prepare(
         BatchStateError,
         BatchUnreachable,
     )
+    from lmms_eval_plugins.judges.batch_state import STATE_FILE, check_state
     from lmms_eval_plugins.judges.cache import (
         CacheSecretError,
         VerdictCache,
@@ -175,26 +255,47 @@ def prepare(
     from lmms_eval_plugins.safe_text import escape_controls, redact
 
     collect_file = scratch / COLLECT_FILE
-    print(
-        "lmms-eval-plugins score: finding the verdicts not in the judge cache (a replay that calls no judge)",
-        file=sys.stderr,
-    )
-    status, output, produced = replay({**env, ENV_COLLECT: str(collect_file)}, scratch / "collect")
-    if produced is None:
-        tail = "\n".join(output.splitlines()[-40:])
+    key = run_key(argv, env, original_path)
+    endpoint = endpoint_from_env(env)
+    reused = None
+    if args.batch and not args.dry_run and endpoint is not None:
+        state_cache = VerdictCache(default_cache_path(env))
+        try:
+            state, problem = check_state(original_path.parent / STATE_FILE, state_cache.secret)
+        except CacheSecretError:
+            state, problem = None, "no secret"  # the batch client names it, below
+        finally:
+            state_cache.close()
+        if problem is None:
+            reused = recorded_requests(original_path.parent, state, endpoint.display, key, scratch)
+    if reused is not None:
+        requests, requests_sha = reused
         print(
-            f"{tail}\nlmms-eval-plugins score: the collecting replay wrote no results (exit status {status}); "
-            "-v shows its output",
+            f"lmms-eval-plugins score: resuming with the {len(requests)} verdict request(s) an earlier score "
+            f"recorded ({original_path.parent / RECORDED_FILE}): no collecting replay",
             file=sys.stderr,
         )
-        return 1, None
-    requests = read_collected(collect_file)
-    if args.dry_run:
-        print("\n".join(dry_run_lines(requests, env.get(ENV_PRICES), args.batch)))
-        return 0, None
+    else:
+        print(
+            "lmms-eval-plugins score: finding the verdicts not in the judge cache (a replay that calls no judge)",
+            file=sys.stderr,
+        )
+        status, output, produced = replay({**env, ENV_COLLECT: str(collect_file)}, scratch / "collect")
+        if produced is None:
+            tail = "\n".join(output.splitlines()[-40:])
+            print(
+                f"{tail}\nlmms-eval-plugins score: the collecting replay wrote no results (exit status {status}); "
+                "-v shows its output",
+                file=sys.stderr,
+            )
+            return 1, None
+        requests = read_collected(collect_file)
+        if args.dry_run:
+            print("\n".join(dry_run_lines(requests, env.get(ENV_PRICES), args.batch)))
+            return 0, None
+        requests_sha = record_requests(requests, original_path.parent) if requests else None
     run = BatchRun()
     if requests:
-        endpoint = endpoint_from_env(env)
         if endpoint is None:  # the collecting replay found no endpoint either: it collected nothing
             return None, run
 
@@ -204,7 +305,7 @@ def prepare(
         cache = VerdictCache(default_cache_path(env))
         try:
             client = BatchClient(endpoint, cache, original_path.parent)
-            state = client.submit(requests, run)
+            state = client.submit(requests, run, provenance={"requests_sha256": requests_sha, "run_key": key})
             if run.submitted:
                 say(
                     f"lmms-eval-plugins score: {len(requests)} verdict request(s) in batch(es) "

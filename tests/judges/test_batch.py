@@ -421,3 +421,70 @@ def test_ctrl_c_while_polling_leaves_the_batches_recorded_and_says_how_to_resume
             prepare(args, ["run", "--batch"], folder / "x_results.json", env, tmp_path, replay)
         assert "the batches keep running at the provider" in capsys.readouterr().err
         assert [e["batch_id"] for e in read_state(folder / STATE_FILE)["batches"]] == ["batch_0"]
+
+
+# ---------------------------------------------------------------- issue 40.4: a resume reuses the recorded requests
+
+
+def _stored_run(folder):
+    folder.mkdir(exist_ok=True)
+    (folder / "20261129_000000_results.json").write_text("{}")
+    (folder / "20261129_000000_samples_virectify_sample.jsonl").write_text("{}\n")
+    return folder / "20261129_000000_results.json"
+
+
+def test_the_run_key_ignores_how_long_one_waits_and_follows_what_is_asked(tmp_path):
+    from lmms_eval_plugins.score_batch import run_key
+
+    results = _stored_run(tmp_path / "run")
+    env = {"LMMS_EVAL_PLUGINS_JUDGE": "llm", "OPENAI_API_KEY": "sk-1", "HOME": "/h"}
+    key = run_key(["run", "--batch", "--batch-wait", "0", "--prices", "p.json"], env, results)
+    assert key == run_key(["run", "--batch"], env, results)
+    assert key == run_key(["run", "--batch", "--batch-wait=5", "-v"], {**env, "OPENAI_API_KEY": "sk-2"}, results)
+    assert key == run_key(["run", "--batch"], {**env, "HOME": "/other"}, results)
+    assert key == run_key(["run", "--batch"], {**env, "LMMS_EVAL_PLUGINS_JUDGE_PRICES": "/p.json"}, results)
+    assert key != run_key(["run", "--batch", "--judge-model", "m2"], env, results)
+    assert key != run_key(["run", "--batch"], {**env, "LMMS_EVAL_PLUGINS_JUDGE_MODEL": "m2"}, results)
+    samples = results.parent / "20261129_000000_samples_virectify_sample.jsonl"
+    samples.write_text('{"doc_id": 1}\n')  # the stored run changed
+    assert key != run_key(["run", "--batch"], env, results)
+
+
+def test_recorded_requests_are_reused_only_with_their_hash_and_run_key(tmp_path, batch_env):
+    from lmms_eval_plugins.judges.batch_requests import collect
+    from lmms_eval_plugins.score_batch import RECORDED_FILE, record_requests, recorded_requests
+
+    with BatchServer(lifetime=60) as server:
+        client, cache, folder, _ = batch_env(server)
+        requests = requests_for(4, server.base_url)
+        collect(tmp_path / "collected.jsonl", requests)
+        sha = record_requests(list(reversed(requests)), folder)
+        assert record_requests(requests, folder) == sha  # the same requests, in any order: the same bytes
+        assert oct((folder / RECORDED_FILE).stat().st_mode & 0o777) == "0o600"
+        server.hold = True
+        run = BatchRun()
+        state = client.submit(requests, run, provenance={"requests_sha256": sha, "run_key": "k1"})
+        client.collect(requests, state, run, 0.05)
+        state = read_state(folder / STATE_FILE)  # signed with the two fields
+        host = client.endpoint.display
+        scratch = tmp_path / "scratch"
+        scratch.mkdir()
+        reused = recorded_requests(folder, state, host, "k1", scratch)
+        assert reused is not None and reused[1] == sha
+        assert sorted(r.key for r in reused[0]) == sorted(r.key for r in requests)
+        assert recorded_requests(folder, state, host, "k2", scratch) is None  # another run or options
+        assert recorded_requests(folder, state, "elsewhere", "k1", scratch) is None  # no open batch there
+        text = (folder / RECORDED_FILE).read_text()
+        (folder / RECORDED_FILE).write_text(text.replace(requests[0].key, "0" * len(requests[0].key)))
+        assert recorded_requests(folder, state, host, "k1", scratch) is None  # edited: collected again
+        (folder / RECORDED_FILE).unlink()
+        (folder / RECORDED_FILE).symlink_to(tmp_path / "collected.jsonl")
+        assert recorded_requests(folder, state, host, "k1", scratch) is None  # never through a link
+        (folder / RECORDED_FILE).unlink()
+        (folder / RECORDED_FILE).write_text(text)
+        assert recorded_requests(folder, state, host, "k1", scratch) is not None
+        server.hold = False
+        done = BatchRun()
+        client.collect(requests, client.submit(requests, done), done, None)
+        assert done.verdicts == 4
+        assert recorded_requests(folder, read_state(folder / STATE_FILE), host, "k1", scratch) is None  # all final

@@ -179,6 +179,12 @@ def test_a_kill_after_submission_creates_no_second_batch(runs):
     wait0 = runs["wait0"]
     assert wait0.returncode == 3, wait0.stdout[-3000:]
     assert "resuming batch(es) batch_0 of an earlier score" in wait0.stdout
+    # issue 40.4: the resume reuses the requests the killed score recorded, without a collecting replay
+    assert "finding the verdicts not in the judge cache" in runs["killed_output"]
+    for resumed in (wait0, runs["batch"]):
+        assert "verdict request(s) an earlier score recorded" in resumed.stdout, resumed.stdout[-3000:]
+        assert "no collecting replay" in resumed.stdout
+        assert "finding the verdicts not in the judge cache" not in resumed.stdout
     assert runs["batches_after_wait0"] == 1 and runs["batches"] == 1
     assert runs["later_command"] and "--batch-wait" not in runs["later_command"][-1]
 

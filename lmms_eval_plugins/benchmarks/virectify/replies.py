@@ -189,6 +189,10 @@ def parse_graph(text: str) -> set[tuple[int, int]] | None:
 
 
 _ANSWER_BLOCK = re.compile(r"<\s*answer\s*>.*?(?:<\s*/\s*answer\s*>|$)", re.IGNORECASE | re.DOTALL)
+_BLANK_RUN = re.compile(r"[ \t]{2,}")
+_BLANK_BEFORE_PUNCTUATION = re.compile(r"[ \t]+([.,;:!?])")
+_SENTENCE_ENDING_TWICE = re.compile(r"([.!?])(?:[ \t]*[.])+")
+_BLANK_BEFORE_NEWLINE = re.compile(r"[ \t]+\n")
 # "\s*(?::\s*)?$" matches what "\s*:?\s*$" does; the latter's two adjacent \s* runs backtrack
 # quadratically on a long run of spaces that is not at the end.
 _ANSWER_LEAD = re.compile(r"(?:the\s+)?(?:correct\s+|final\s+)?answer\s+(?:should\s+be|is)\s*(?::\s*)?$", re.IGNORECASE)
@@ -227,10 +231,10 @@ def redact_answer(text: str) -> str:
         out.append(before[: lead.start()] if lead else before)
         cursor = end
     out.append(text[cursor:])
-    text = re.sub(r"[ \t]{2,}", " ", "".join(out))
-    text = re.sub(r"[ \t]+([.,;:!?])", r"\1", text)  # no space left before punctuation
-    text = re.sub(r"([.!?])(?:[ \t]*[.])+", r"\1", text)  # nor a sentence ending twice
-    return re.sub(r"[ \t]+\n", "\n", text).strip()
+    text = _BLANK_RUN.sub(" ", "".join(out))
+    text = _BLANK_BEFORE_PUNCTUATION.sub(r"\1", text)  # no space left before punctuation
+    text = _SENTENCE_ENDING_TWICE.sub(r"\1", text)  # nor a sentence ending twice
+    return _BLANK_BEFORE_NEWLINE.sub("\n", text).strip()
 
 
 # ----------------------------------------------------------------------------------------------- response parsing

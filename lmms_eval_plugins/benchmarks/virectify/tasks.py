@@ -143,12 +143,13 @@ def _load(
 
 def process_docs(dataset: Any, sample_dir: Path | None = None):
     records, options, _, _ = _load(dataset, sample_dir)
-    docs = []
+    docs, chance_by_steps = [], {}  # the chance replies depend on the step count alone: built once per count
     for r in records:
         record = Record.of(r, options)
-        docs.append(
-            {**record.columns(), ORACLE_FIELD: oracle_response(r), CHANCE_FIELD: chance_responses(len(record.solution))}
-        )
+        n_steps = len(record.solution)
+        if n_steps not in chance_by_steps:
+            chance_by_steps[n_steps] = chance_responses(n_steps)
+        docs.append({**record.columns(), ORACLE_FIELD: oracle_response(r), CHANCE_FIELD: chance_by_steps[n_steps]})
     return to_dataset(stamp_skipped(docs, records), gold_features())
 
 
