@@ -9,8 +9,9 @@ process with CPU seconds and peak RSS (the child and everything it waits for):
 1. **run**: ``lmms-eval --model random --tasks errorradar_cate --log_samples`` (the stored run);
 2. **score**: ``lmms-eval-plugins score`` of that run (its checks, the replay, the comparison and the
    re-score's results);
-3. **floor**: the replay alone, as ``score`` starts it (``python -m lmms_eval --model replay ...``): what
-   lmms-eval itself costs to replay the run, so score / floor is what score adds.
+3. **floor**: the replay alone, the very command ``score`` starts (``score.replay_command``: ``python -m
+   lmms_eval --model replay ...``): what lmms-eval itself costs to replay the run, so score / floor is what
+   score adds.
 
 Also the samples file's size. Judge-free, so no endpoint is needed; offline (``HF_HUB_OFFLINE=1``).
 """
@@ -29,6 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import environment  # noqa: E402
+
+from lmms_eval_plugins.score import replay_command  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "task_yamls" / "errorradar" / "sample_data"
@@ -99,26 +102,8 @@ def figures(size: int, workdir: Path) -> dict:
     results = next(stored.rglob("*_results.json"))
     samples = next(stored.rglob(f"*_samples_{TASK}.jsonl"))
     score = child([str(bin_dir / "lmms-eval-plugins"), "score", str(results.parent)], env, workdir)
-    floor = child(
-        [
-            sys.executable,
-            "-m",
-            "lmms_eval",
-            "--model",
-            "replay",
-            "--model_args",
-            f"samples={samples}",
-            "--tasks",
-            TASK,
-            "--output_path",
-            str(workdir / f"floor{size}"),
-            "--log_samples",
-            "--batch_size",
-            "1",
-        ],
-        env,
-        workdir,
-    )
+    config = json.loads(results.read_text(encoding="utf-8"))["config"]
+    floor = child(replay_command(results, [TASK], workdir / f"floor{size}", config), env, workdir)
     return {
         "samples_mb": round(samples.stat().st_size / 1e6, 1),
         "run": run,

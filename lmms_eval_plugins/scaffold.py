@@ -16,7 +16,7 @@ NAME_sample`` finds its tasks (``discovery.plugin_task_dirs``), ``--model oracle
           _NAME_template_yaml        shared config; metric_list generated from the spec's table
           NAME_sample.yaml           the bundled sample (sources/sample.json)
           NAME.yaml                  the real data ($LMMS_EVAL_PLUGINS_DATA_ROOT/NAME/records.jsonl)
-          utils.py                   four lines: the hooks the YAMLs name, built from the spec
+          utils.py                   generated: binds each hook the YAMLs name (sync-yaml rewrites it)
           sources/, sample_data/records.jsonl, README.md
       tests/test_NAME.py             unit tests of parsing and scoring
 
@@ -43,7 +43,7 @@ from pathlib import Path
 from lmms_eval_plugins.benchmark import Metric, registry
 from lmms_eval_plugins.outcome import UNSCORED_METRIC
 from lmms_eval_plugins.safe_files import write_atomic
-from lmms_eval_plugins.task_hooks import utils_source
+from lmms_eval_plugins.task_hooks import utils_text
 from lmms_eval_plugins.yaml_index import read_task_yamls
 from lmms_eval_plugins.yaml_sync import render
 
@@ -67,6 +67,14 @@ METRICS: tuple[Metric, ...] = (
     Metric(UNSCORED_METRIC, False, unit="count", description="failed model requests (metrics null, never wrong)"),
 )
 AGGREGATES = {"accuracy": "accuracy_of", "parse_fail": "parse_failures"}
+# The generated tasks.py's HOOKS, each with whether it reads the bundled sample data (its utils.py binds it).
+HOOKS = (
+    ("process_docs", True),
+    ("doc_to_visual", False),
+    ("doc_to_text", False),
+    ("doc_to_messages", False),
+    ("process_results", False),
+)
 
 
 class ScaffoldError(Exception):
@@ -216,7 +224,8 @@ def render_files(names: Names) -> dict[str, str]:
         "METRICS_PY": "".join(f"    {metric_source(m)},\n" for m in METRICS),
         "METRIC_LIST": metric_list_yaml(METRICS),
         "AGGREGATES": ", ".join(sorted(AGGREGATES.values())),
-        "UTILS": utils_source(names.name, names.package),
+        "UTILS": utils_text(names.name, names.package, HOOKS, list(dict.fromkeys(m.hook for m in METRICS))),
+        "HOOKS": repr(tuple(name for name, _ in HOOKS)).replace("'", '"'),
     }
     task_dir = f"{names.package}/task_yamls/{names.name}"
     layout = {
@@ -404,8 +413,9 @@ pip install -e '.[test]' && pytest                 # tests/test_@NAME@.py (the t
    chance answerer picks from) on every doc.
 3. `@PKG@/spec.py`: title, description, `data`, and the metric table `METRICS`: a metric is added, renamed
    or removed there alone, naming its aggregation (a pure function of the items, in `scoring.py`). Then
-   `lmms-eval-plugins sync-yaml @NAME@` rewrites the YAML's `metric_list`. `task_yamls/@NAME@/utils.py` is
-   generated: never edit it.
+   `lmms-eval-plugins sync-yaml @NAME@` rewrites the YAML's `metric_list` and `task_yamls/@NAME@/utils.py`
+   (generated: one line per hook, so "go to definition" leads from a YAML's `!function utils.X` to the
+   code; never edit it).
 4. `@PKG@/task_yamls/@NAME@/README.md`: what the benchmark measures, the data layout, the citation.
 5. `tests/test_@NAME@.py`: hand-computed cases for your parser and metrics.
 6. The real data: `$LMMS_EVAL_PLUGINS_DATA_ROOT/@NAME@/records.jsonl` runs `--tasks @NAME@`. For a hub
@@ -492,7 +502,7 @@ LETTERS = string.ascii_uppercase
 MIN_OPTIONS, MAX_OPTIONS = 2, len(LETTERS)
 REQUIRED_FIELDS = ("id", "question", "options", "answer")
 # What the task YAMLs name (`!function utils.X`); the aggregations come from spec.py.
-HOOKS = ("process_docs", "doc_to_visual", "doc_to_text", "doc_to_messages", "process_results")
+HOOKS = @HOOKS@
 
 PROMPT = "{question}\\n{options}\\nAnswer with the option's letter from the given choices directly."
 

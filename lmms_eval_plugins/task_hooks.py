@@ -1,13 +1,17 @@
 """What a task folder's ``utils.py`` hands lmms-eval, built from the benchmark's spec.
 
 lmms-eval names every hook in a task YAML as ``!function utils.<name>``. A benchmark's ``utils.py`` is
-a few lines (:func:`utils_source`) calling :func:`task_hooks`, which returns:
+generated (:func:`utils_source`; ``lmms-eval-plugins sync-yaml`` rewrites it) and binds, one plain
+assignment each, so that "go to definition" leads from the YAML to the code:
 
 - the benchmark's own hooks (the names in its hooks module's ``HOOKS``: ``process_docs_*``,
-  ``doc_to_*``, ``process_results*``, filters), each bound to the sample data beside that ``utils.py``
-  (a hook taking ``sample_dir``), so no module is ever written to;
-- ``agg_<metric>`` for every metric of every metric list of the spec, from ``Metric.aggregate``,
-  null when an item is unscored (lmms_eval_plugins/outcome.py); the run-wide counts are the core's.
+  ``doc_to_*``, ``process_results*``, filters), a hook taking ``sample_dir`` bound to the sample data
+  beside that ``utils.py`` (:func:`with_sample_dir`), so no module is ever written to;
+- ``agg_<metric>`` for every metric of every metric list of the spec (:func:`aggregation_hook`), from
+  ``Metric.aggregate``, null when an item is unscored (lmms_eval_plugins/outcome.py); the run-wide
+  counts are the core's.
+
+:func:`task_hooks` returns the same names as a mapping (for tests and tools).
 
 A ``process_results`` hook scores one item (the benchmark's code) and returns :func:`item_values`:
 the item under each metric of its list, as the spec says. So a metric is added, renamed or removed in
@@ -60,13 +64,17 @@ def aggregation_of(metric: Metric, benchmark: str = "") -> Any:
     )
 
 
-def _bound_to_sample_dir(hook: Any, sample_dir: Path) -> Any:
-    """``hook`` with ``sample_dir`` filled in, when it takes one (process_docs hooks read sample data)."""
+def takes_sample_dir(hook: Any) -> bool:
+    """Whether ``hook`` reads the bundled sample data (a ``sample_dir`` parameter: process_docs hooks)."""
     try:
-        takes = "sample_dir" in inspect.signature(hook).parameters
+        return "sample_dir" in inspect.signature(hook).parameters
     except (TypeError, ValueError):  # a class or builtin: nothing to bind
-        return hook
-    if not takes:
+        return False
+
+
+def with_sample_dir(hook: Any, sample_dir: Path) -> Any:
+    """``hook`` with ``sample_dir`` filled in, when it takes one (process_docs hooks read sample data)."""
+    if not takes_sample_dir(hook):
         return hook
 
     @functools.wraps(hook)
@@ -77,17 +85,20 @@ def _bound_to_sample_dir(hook: Any, sample_dir: Path) -> Any:
     return bound
 
 
-def task_hooks(spec: Benchmark, hooks: ModuleType, folder: Path) -> dict[str, Any]:
-    """Every name the task YAMLs of ``spec`` may call, for the ``utils.py`` in ``folder``."""
+def hook_names(hooks: ModuleType) -> tuple[str, ...]:
+    """The names in ``hooks.HOOKS``, each checked to be defined there."""
     names = getattr(hooks, "HOOKS", None)
     if not isinstance(names, (tuple, list)):
         raise SpecError(f"{hooks.__name__} has no HOOKS tuple; fix: list there the hooks its task YAMLs name")
-    sample_dir = folder / SAMPLE_DATA
-    out: dict[str, Any] = {"SAMPLE_DIR": sample_dir}
     for name in names:
         if not hasattr(hooks, name):
             raise SpecError(f"{hooks.__name__}.HOOKS names {name!r}, which it does not define")
-        out[name] = _bound_to_sample_dir(getattr(hooks, name), sample_dir)
+    return tuple(names)
+
+
+def declared_aggregations(spec: Benchmark) -> dict[str, Metric]:
+    """Each aggregation hook name of the spec's metric lists (``agg_<metric>``) -> its first metric; one
+    hook name with two computations is a SpecError."""
     declared: dict[str, Metric] = {}
     for metrics in spec.metric_lists.values():
         for metric in metrics:
@@ -98,7 +109,28 @@ def task_hooks(spec: Benchmark, hooks: ModuleType, folder: Path) -> dict[str, An
                     f"({first.name!r} and {metric.name!r}); fix: share one aggregate, or give one "
                     f"Metric(..., aggregation='agg_<other name>')"
                 )
-            out.setdefault(metric.hook, aggregation_of(metric, spec.name))
+    return declared
+
+
+def aggregation_hook(spec: Benchmark, hook: str) -> Any:
+    """The aggregation lmms-eval calls for ``!function utils.<hook>`` (a generated ``utils.py`` line)."""
+    declared = declared_aggregations(spec)
+    if hook not in declared:
+        raise SpecError(
+            f"{spec.name}: no metric aggregates through {hook}; fix: run `lmms-eval-plugins sync-yaml {spec.name}` "
+            "(it rewrites utils.py and the YAMLs' metric_list from the spec)"
+        )
+    return aggregation_of(declared[hook], spec.name)
+
+
+def task_hooks(spec: Benchmark, hooks: ModuleType, folder: Path) -> dict[str, Any]:
+    """Every name the task YAMLs of ``spec`` may call, as the ``utils.py`` in ``folder`` binds them."""
+    sample_dir = folder / SAMPLE_DATA
+    out: dict[str, Any] = {"SAMPLE_DIR": sample_dir}
+    for name in hook_names(hooks):
+        out[name] = with_sample_dir(getattr(hooks, name), sample_dir)
+    for hook, metric in declared_aggregations(spec).items():
+        out.setdefault(hook, aggregation_of(metric, spec.name))
     return out
 
 
@@ -121,15 +153,45 @@ def item_values(
     return with_unscored(per_metric, responses, judge=judge, judged=judged, doc=doc)
 
 
+def utils_text(
+    benchmark: str,
+    package: str,
+    hooks: Sequence[tuple[str, bool]],
+    aggregations: Sequence[str],
+    hooks_module: str = "tasks",
+) -> str:
+    """The text of a task folder's ``utils.py``: ``hooks`` are (name, takes sample_dir) of the hooks module's
+    ``HOOKS``, ``aggregations`` the spec's aggregation hook names (the scaffold writes one from its template)."""
+    lines = [
+        f'"""lmms-eval\'s `!function utils.*` hooks for the {benchmark} tasks, generated from the spec and',
+        f"hooks of {package} (lmms_eval_plugins/task_hooks.py):",
+        f'edit those, then run `lmms-eval-plugins sync-yaml {benchmark}`, which rewrites this file."""',
+        "",
+        "from pathlib import Path",
+        "",
+        f"from {package} import {hooks_module}",
+        f"from {package}.spec import BENCHMARK",
+        "from lmms_eval_plugins.task_hooks import aggregation_hook, with_sample_dir",
+        "",
+        f'SAMPLE_DIR = Path(__file__).resolve().parent / "{SAMPLE_DATA}"',
+        "",
+        f"# the benchmark's hooks ({hooks_module}.HOOKS)",
+    ]
+    for name, binds in hooks:
+        value = f"{hooks_module}.{name}"
+        lines.append(f"{name} = with_sample_dir({value}, SAMPLE_DIR)" if binds else f"{name} = {value}")
+    lines += ["", "# one aggregation per metric hook of the spec"]
+    own = {name for name, _ in hooks}  # a hook of the same name wins, as in task_hooks
+    lines += [f'{hook} = aggregation_hook(BENCHMARK, "{hook}")' for hook in aggregations if hook not in own]
+    return "\n".join(lines) + "\n"
+
+
 def utils_source(benchmark: str, package: str, hooks: str = "tasks") -> str:
-    """The text of a task folder's ``utils.py``: ``package`` holds ``spec.py`` (``BENCHMARK``) and the
-    hooks module ``hooks`` (written by the scaffold; a test keeps ours equal to it)."""
-    return (
-        f'"""lmms-eval\'s `!function utils.*` hooks for the {benchmark} tasks, built from the benchmark\'s '
-        f'spec\n(lmms_eval_plugins/task_hooks.py): edit {package}, not this file."""\n\n'
-        f"from pathlib import Path\n\n"
-        f"from {package} import {hooks} as _hooks\n"
-        f"from {package}.spec import BENCHMARK as _spec\n"
-        f"from lmms_eval_plugins.task_hooks import task_hooks\n\n"
-        f"globals().update(task_hooks(_spec, _hooks, Path(__file__).resolve().parent))\n"
-    )
+    """The text of a task folder's ``utils.py`` for the importable ``package``: it holds ``spec.py``
+    (``BENCHMARK``) and the hooks module ``hooks`` (a test keeps every shipped ``utils.py`` equal to it)."""
+    import importlib
+
+    module = importlib.import_module(f"{package}.{hooks}")
+    spec = importlib.import_module(f"{package}.spec").BENCHMARK
+    bound = [(name, takes_sample_dir(getattr(module, name))) for name in hook_names(module)]
+    return utils_text(benchmark, package, bound, list(declared_aggregations(spec)), hooks)

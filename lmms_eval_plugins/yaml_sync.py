@@ -1,4 +1,5 @@
-"""``lmms-eval-plugins sync-yaml``: write each task YAML's ``metric_list`` from its benchmark's metric table.
+"""``lmms-eval-plugins sync-yaml``: write each task YAML's ``metric_list`` from its benchmark's metric table,
+and the task folder's ``utils.py`` from its spec and hooks (:func:`lmms_eval_plugins.task_hooks.utils_source`).
 
 A benchmark's spec (``Benchmark.metric_lists``) is the one place its metrics are declared; the YAML
 blocks lmms-eval reads are generated from it, as lm-evaluation-harness generates its task configs.
@@ -18,7 +19,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from lmms_eval_plugins.benchmark import Benchmark, Metric, get, ordered_benchmarks
+from lmms_eval_plugins.benchmark import ENTRY_POINT_GROUP, Benchmark, Metric, get, ordered_benchmarks
 from lmms_eval_plugins.safe_files import write_atomic
 
 GENERATED_MARK = "# metric_list: generated from the benchmark's spec.py by `lmms-eval-plugins sync-yaml`; edit the spec"
@@ -59,9 +60,38 @@ def declared_files(folder: Path) -> list[str]:
     )
 
 
+def spec_package(name: str) -> str | None:
+    """The package of benchmark ``name``, from its entry point (``<package>.spec:BENCHMARK``); None when the
+    entry point has another form (its ``utils.py`` is then the author's own)."""
+    from importlib import metadata
+
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        module = ep.value.split(":", 1)[0]
+        if ep.name == name and module.endswith(".spec"):
+            return module[: -len(".spec")]
+    return None
+
+
+def sync_utils(spec: Benchmark, *, check: bool = False) -> list[str]:
+    """Bring the task folder's ``utils.py`` in line with its generator (or only report)."""
+    from lmms_eval_plugins.task_hooks import utils_source
+
+    package = spec_package(spec.name)
+    if package is None:
+        return []
+    path = spec.tasks_dir / "utils.py"
+    want = utils_source(spec.name, package)
+    if path.is_file() and path.read_text(encoding="utf-8") == want:
+        return []
+    if not check:
+        write_atomic(path, want)
+    return [f"{spec.name}: {path} differs from its generator" + ("" if check else " (rewritten)")]
+
+
 def sync(spec: Benchmark, *, check: bool = False) -> list[str]:
-    """Bring ``spec``'s YAML files in line (or, with ``check``, only report): one line per disagreement."""
-    problems: list[str] = []
+    """Bring ``spec``'s YAML files and ``utils.py`` in line (or, with ``check``, only report): one line per
+    disagreement."""
+    problems: list[str] = sync_utils(spec, check=check)
     for name, metrics in spec.metric_lists.items():
         path = spec.tasks_dir / name
         if not path.is_file():
@@ -99,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     if args.check:
         if not problems:
-            print(f"metric lists of {len(specs)} benchmark(s) agree with their specs")
+            print(f"metric lists and utils.py of {len(specs)} benchmark(s) agree with their specs")
         return 1 if problems else 0
     unfixable = [p for p in problems if not p.endswith("(rewritten)")]
     return 1 if unfixable else 0

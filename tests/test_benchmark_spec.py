@@ -71,10 +71,16 @@ def test_every_hook_the_yamls_name_resolves_in_the_adapter(name):
     named |= {m.hook for metrics in spec.metric_lists.values() for m in metrics}
     missing = sorted(h for h in named if not callable(getattr(adapter, h, None)))
     assert missing == []
-    # the adapter is thin: it re-exports, it does not implement
+    # the adapter is thin and explicit: imports, then one plain binding per name (no globals(), no code)
     source = (spec.tasks_dir / "utils.py").read_text(encoding="utf-8")
-    assert not any(isinstance(node, (ast.FunctionDef, ast.ClassDef)) for node in ast.parse(source).body)
-    assert len(source.splitlines()) < 60
+    body = ast.parse(source).body
+    assert not any(isinstance(node, (ast.FunctionDef, ast.ClassDef)) for node in body)
+    assert "globals()" not in source
+    bindings = [node for node in body if isinstance(node, ast.Assign)]
+    assert all(isinstance(node, (ast.Expr, ast.Import, ast.ImportFrom, ast.Assign)) for node in body)
+    assert all(len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) for node in bindings)
+    bound = {node.targets[0].id for node in bindings}
+    assert named <= bound  # every hook the YAMLs name is a line of its own: "go to definition" lands on it
 
 
 def _copy(spec: B.Benchmark, tmp_path: Path) -> B.Benchmark:
@@ -94,6 +100,21 @@ def test_a_yaml_that_drifts_from_its_spec_is_caught_and_regenerated(tmp_path):
     assert yaml_sync.sync(spec, check=True) == [f"errorradar: {path} metric_list differs from the spec"]
     assert path.read_text(encoding="utf-8") == drifted  # --check changes nothing
     yaml_sync.sync(spec)
+    assert path.read_text(encoding="utf-8") == original
+    assert yaml_sync.sync(spec, check=True) == []
+
+
+def test_a_utils_py_that_drifts_from_its_generator_is_caught_and_regenerated(tmp_path):
+    # a metric added to the spec needs its aggregation line in utils.py: sync-yaml writes it
+    spec = _copy(B.get("errorradar"), tmp_path)
+    path = spec.tasks_dir / "utils.py"
+    original = path.read_text(encoding="utf-8")
+    drifted = original.replace('agg_cate_acc = aggregation_hook(BENCHMARK, "agg_cate_acc")\n', "")
+    assert drifted != original
+    path.write_text(drifted, encoding="utf-8")
+    assert yaml_sync.sync(spec, check=True) == [f"errorradar: {path} differs from its generator"]
+    assert path.read_text(encoding="utf-8") == drifted
+    assert yaml_sync.sync(spec) == [f"errorradar: {path} differs from its generator (rewritten)"]
     assert path.read_text(encoding="utf-8") == original
     assert yaml_sync.sync(spec, check=True) == []
 

@@ -1059,3 +1059,13 @@ def test_a_stray_non_image_file_the_official_script_samples_drops_the_record_in_
     assert {d["n_official_dropped"] for d in default} == {2} and [d["id"] for d in default] == ["0", "1"]
     assert aggregate([(d, d["oracle_response"]) for d in default])["score"] == 100.0  # kept and scored by default
     assert load(strict=True) == []  # both dropped, as the official script drops them
+
+
+def test_one_process_docs_hook_per_task_each_bound_by_name():
+    # the hooks are written out one per task (utils.py binds each by name: "go to definition" works)
+    from lmms_eval_plugins.benchmarks.crossvid import tasks
+    from lmms_eval_plugins.benchmarks.crossvid.averages import TASKS
+
+    assert list(tasks.PROCESS_DOCS) == [f"process_docs_{t.lower()}" for t in TASKS]
+    assert all(getattr(tasks, name) is hook for name, hook in tasks.PROCESS_DOCS.items())
+    assert all(hook.__name__ == name for name, hook in tasks.PROCESS_DOCS.items())

@@ -187,7 +187,9 @@ def test_sample_docs_carry_oracle_and_chance_replies(generated_spec):
     ]
 
 
-def test_the_generated_utils_is_the_standard_adapter_and_the_metric_is_named_only_in_the_spec(generated):
+def test_the_generated_utils_is_the_standard_adapter_and_the_metric_is_named_only_in_the_spec(
+    generated, generated_spec
+):
     from lmms_eval_plugins.task_hooks import utils_source
 
     assert (generated / f"{NAME}_bench/task_yamls/{NAME}/utils.py").read_text() == utils_source(NAME, f"{NAME}_bench")

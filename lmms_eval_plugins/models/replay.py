@@ -63,6 +63,17 @@ def request_values(sample: dict[str, Any], n_requests: int) -> list[Any] | None:
     return list(stored) if isinstance(stored, list) and len(stored) == n_requests else None
 
 
+def replayed_fields(sample: dict[str, Any]) -> dict[str, Any]:
+    """What the replay reads of a logged sample: the document's hash, the prompt and the replies (the
+    document, its items and the rest stay on disk: at 100,000 samples they were most of the memory)."""
+    kept = {k: sample[k] for k in ("doc_hash", "input") if k in sample}
+    if "resps" in sample:
+        kept["resps"] = sample["resps"]
+    elif "filtered_resps" in sample:
+        kept["filtered_resps"] = sample["filtered_resps"]
+    return kept
+
+
 def lmms_doc_hash(doc: Any) -> str:
     """``doc_hash`` exactly as lmms-eval's evaluator computes it for a logged sample."""
     from lmms_eval.utils import handle_non_serializable, hash_string
@@ -95,7 +106,7 @@ class Replay(DocAnsweringModel):
 
     def samples_for(self, task: str) -> dict[int, dict[str, Any]]:
         if task not in self._samples:
-            self._samples[task] = load_samples(self.results_path, task)
+            self._samples[task] = load_samples(self.results_path, task, keep=replayed_fields)
         return self._samples[task]
 
     def generate_until(self, requests: list[Instance]) -> list[str]:
