@@ -5,8 +5,10 @@ Judges are found through the entry-point group ``lmms_eval_plugins.judges``; bui
 ``rubric`` / ``rubric_offline`` (scoring points; the LLM judge sends the instructions its benchmark's
 spec declares).  See docs/judges.md.
 
-The lmms-eval integration (``JudgeFilter`` and the process_results/aggregation helpers) is loaded
-lazily, so importing this package does not import lmms-eval.
+Only the judge types (``base``) and the registry load with the package. The runtime (HTTP client,
+verdict cache, accounting), the endpoint settings, the session and the lmms-eval integration
+(``JudgeFilter`` and the process_results/aggregation helpers) load on first use, so importing a
+benchmark's spec does not load the judge runtime, and importing this package does not import lmms-eval.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from .base import (
     neutralise,
     strip_think,
 )
-from .endpoint import Endpoint, endpoint_from_env
 from .registry import (
     ENTRY_POINT_GROUP,
     available_judges,
@@ -37,17 +38,21 @@ from .registry import (
     resolve_judge_name,
     unregister_judge,
 )
-from .runtime import JudgeRuntime, RuntimeSettings
-from .session import JudgeSession, get_runtime
 
 _LAZY = {
+    "Endpoint": "endpoint",
+    "endpoint_from_env": "endpoint",
+    "JudgeRuntime": "runtime",
+    "RuntimeSettings": "runtime",
+    "JudgeSession": "session",
+    "get_runtime": "session",
     "JudgeFilter": "filter",
-    "JudgedScore": "filter",
+    "JudgedScore": "verdicts",
     "JudgedResponse": "filter",
-    "judged_parts": "filter",
-    "judged_mean": "filter",
-    "check_error_rate": "filter",
-    "aggregate_judged": "filter",
+    "judged_parts": "verdicts",
+    "judged_mean": "verdicts",
+    "check_error_rate": "verdicts",
+    "aggregate_judged": "verdicts",
     "default_item_fn": "filter",
 }
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -140,9 +139,10 @@ def connection_cause(error: BaseException) -> str:
 # ---- the report ---------------------------------------------------------------------------------
 
 
-def lmms_eval_output_path(argv: Sequence[str] | None = None) -> str | None:
-    """The ``--output_path`` folder of the lmms-eval command this process runs, if any."""
-    args = list(sys.argv if argv is None else argv)
+def lmms_eval_output_path(argv: Sequence[str]) -> str | None:
+    """The ``--output_path`` folder of an lmms-eval command line, if it names one (the compat layer reads
+    the running command's once per run and hands it to the run's judge session)."""
+    args = list(argv)
     for i, arg in enumerate(args):
         if arg == "--output_path" and i + 1 < len(args):
             return args[i + 1].rstrip("/") + "/"
@@ -294,14 +294,17 @@ def cost_line(report: Mapping[str, Any]) -> str | None:
 
 
 def accounting_report_path(
-    cache_path: Path, explicit: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+    cache_path: Path,
+    explicit: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    output_path: str | None = None,
 ) -> Path:
     """Where the accounting JSON goes: ``explicit``, else ``$LMMS_EVAL_PLUGINS_JUDGE_REPORT``, else the
-    ``--output_path`` of the running lmms-eval command (next to its results), else ``judge_report.json``
-    next to the cache.  A directory gets ``judge_report.json`` inside it.
-    Ranks > 0 of a multi-process run write ``judge_report.rank<R>.json``."""
+    run's ``output_path`` (the ``--output_path`` of the running lmms-eval command, from its judge session:
+    next to its results), else ``judge_report.json`` next to the cache.  A directory gets
+    ``judge_report.json`` inside it.  Ranks > 0 of a multi-process run write ``judge_report.rank<R>.json``."""
     env = os.environ if env is None else env
-    raw = explicit or env.get(ENV_REPORT) or lmms_eval_output_path() or ""
+    raw = explicit or env.get(ENV_REPORT) or output_path or ""
     path = Path(raw).expanduser() if raw else cache_path.parent / "judge_report.json"
     if (raw and (str(raw).endswith(("/", os.sep)))) or path.is_dir():
         path = path / "judge_report.json"

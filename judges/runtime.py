@@ -223,8 +223,15 @@ class _Job:
 class JudgeRuntime:
     """Judges batches of items: cache first, then concurrent calls with retries.  Thread-safe."""
 
-    def __init__(self, cache_path: str | os.PathLike[str] | None = None, *, seed: int | None = None) -> None:
+    def __init__(
+        self,
+        cache_path: str | os.PathLike[str] | None = None,
+        *,
+        seed: int | None = None,
+        output_path: str | None = None,
+    ) -> None:
         self.cache = VerdictCache(cache_path if cache_path is not None else default_cache_path())
+        self.output_path = output_path  # the run's --output_path (its session's): where its report goes
         self.accounting = Accounting()
         self.redact = Redactor()
         self._rng = random.Random(seed)
@@ -425,7 +432,7 @@ class JudgeRuntime:
 
     def report_path(self, explicit: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Path:
         """Where the accounting JSON goes (see :func:`accounting_report_path`)."""
-        return accounting_report_path(self.cache_path, explicit, env)
+        return accounting_report_path(self.cache_path, explicit, env, self.output_path)
 
     def write_report(self, path: str | os.PathLike[str] | None = None) -> Path:
         target = self.report_path(path)

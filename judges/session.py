@@ -2,8 +2,9 @@
 
 lmms-eval gives a task's filters and hooks no handle on the run that builds them, so the run's
 :class:`JudgeSession` is the *current* one: compat entry ``simple_evaluate`` starts a fresh session for
-every run (:func:`begin_run`, with ``--predict_only`` read from the run's own arguments, never from
-``sys.argv``), judge filters take their runtime from it, and the results hook reads its accounting.
+every run (:func:`begin_run`, with ``--predict_only`` read from the run's own arguments and the run's
+output folder handed in by the compat layer; nothing here reads ``sys.argv``), judge filters take their
+runtime from it, and the results hook reads its accounting.
 Outside a run (``judge-agreement``, library calls, tests) the first use starts one.
 """
 
@@ -27,8 +28,9 @@ class JudgeSession:
     """What one run's judging owns. ``deferred``: the run is ``--predict_only``, so judge filters make
     no calls and need no endpoint (``lmms-eval-plugins score`` judges later)."""
 
-    def __init__(self, *, deferred: bool = False) -> None:
+    def __init__(self, *, deferred: bool = False, output_path: str | None = None) -> None:
         self.deferred = bool(deferred)
+        self.output_path = output_path  # the run's --output_path: its judge reports go there
         self._runtimes: dict[Path, JudgeRuntime] = {}
         self._said: set[tuple[Any, ...]] = set()  # the announcements logged (judges/endpoint.py)
         self._lock = threading.Lock()
@@ -45,7 +47,7 @@ class JudgeSession:
                 self._pid = os.getpid()
             runtime = self._runtimes.get(path)
             if runtime is None:
-                runtime = self._runtimes[path] = JudgeRuntime(path)
+                runtime = self._runtimes[path] = JudgeRuntime(path, output_path=self.output_path)
             return runtime
 
     def first_time(self, key: tuple[Any, ...]) -> bool:
@@ -110,10 +112,11 @@ def current_session() -> JudgeSession:
         return _current.session
 
 
-def begin_run(*, deferred: bool) -> JudgeSession:
-    """A fresh session for the run that starts now; the previous run's is summarized and closed."""
+def begin_run(*, deferred: bool, output_path: str | None = None) -> JudgeSession:
+    """A fresh session for the run that starts now (``output_path``: its ``--output_path``, where its judge
+    reports go); the previous run's is summarized and closed."""
     with _current.lock:
-        previous, _current.session = _current.session, JudgeSession(deferred=deferred)
+        previous, _current.session = _current.session, JudgeSession(deferred=deferred, output_path=output_path)
         session = _current.session
     if previous is not None:
         previous.summarize()

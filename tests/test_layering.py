@@ -183,3 +183,45 @@ def test_one_message_builder_for_images_and_videos():
     assert [item["type"] for item in content] == ["text", "image", "image", "text", "video", "text"]
     with pytest.raises(ValueError, match="kind"):
         FrameGroup("x", frames, kind="audio")
+
+
+def argv_reads(source: str) -> list[int]:
+    """Lines that read ``sys.argv`` outside a command's main function (``main``, ``*_main``) or the
+    ``if __name__ == "__main__":`` block."""
+    tree = ast.parse(source)
+    allowed: set[int] = set()
+    for node in ast.walk(tree):
+        is_main_function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+            node.name == "main" or node.name.endswith("_main")
+        )
+        is_main_block = (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Compare)
+            and isinstance(node.test.left, ast.Name)
+            and node.test.left.id == "__name__"
+        )
+        if is_main_function or is_main_block:
+            allowed |= {n.lineno for n in ast.walk(node) if hasattr(n, "lineno")}
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr == "argv"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "sys"
+        and node.lineno not in allowed
+    ]
+
+
+def test_only_a_commands_main_reads_the_command_line():
+    # a library module that reads sys.argv guesses at a run it is not told about (issue 38); the
+    # compat layer reads lmms-eval's command line once per run and hands what it found to the run's state
+    found = [
+        f"{path.relative_to(REPO)}:{line}"
+        for path, _ in shipped_modules()
+        if "compat" not in path.relative_to(REPO).parts
+        for line in argv_reads(path.read_text(encoding="utf-8"))
+    ]
+    assert found == []
+    assert argv_reads("import sys\ndef helper():\n    return sys.argv\n") == [3]
+    assert argv_reads("import sys\ndef main():\n    return sys.argv\nif __name__ == '__main__':\n    sys.argv\n") == []

@@ -149,10 +149,10 @@ def install_evaluate_hook() -> bool:
         from lmms_eval_plugins.judges.accounting import lmms_eval_output_path
         from lmms_eval_plugins.judges.session import begin_run
 
-        begin_run(deferred=bool(kwargs.get("predict_only")))  # this run's judging state
+        output_path = lmms_eval_output_path(sys.argv)  # the one read of the command line (compat layer)
+        begin_run(deferred=bool(kwargs.get("predict_only")), output_path=output_path)  # this run's judging state
         # this run's other state: its options, decided once from its configuration, and media that failed to decode
         run_state.begin_run(strict=run_state.strict_from_run_config(kwargs.get("model_args")))
-        output_path = lmms_eval_output_path(sys.argv)
         tasks = _task_names(kwargs.get("tasks"))
         previous = _stop_on_ctrl_c(output_path) if _lmms_eval_command() else None
         try:

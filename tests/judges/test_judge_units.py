@@ -374,3 +374,23 @@ def test_accounting_goes_next_to_the_lmms_eval_results_by_default(tmp_path):
     assert lmms_eval_output_path(["lmms-eval", "--tasks", "x", "--output_path", "out/run"]) == "out/run/"
     assert lmms_eval_output_path(["lmms-eval", "--output_path=out/run/"]) == "out/run/"
     assert lmms_eval_output_path(["pytest", "-q"]) is None
+
+
+def test_importing_the_judges_or_a_spec_does_not_load_the_judge_runtime():
+    # issue 38: the runtime (HTTP client, verdict cache, accounting) loads on first use, not with a spec
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, importlib\n"
+        "import lmms_eval_plugins.judges\n"
+        "for b in ('errorradar', 'mmerror', 'crossvid', 'causalstep', 'virectify'):\n"
+        "    importlib.import_module(f'lmms_eval_plugins.benchmarks.{b}.spec')\n"
+        "from lmms_eval_plugins.judges import judged_mean, JudgeItem\n"
+        "print(sorted(m for m in ('lmms_eval_plugins.judges.runtime', 'lmms_eval_plugins.judges.cache', "
+        "'lmms_eval_plugins.judges.session', 'openai', 'httpx') if m in sys.modules))\n"
+        "from lmms_eval_plugins.judges import get_runtime\n"
+        "print('lmms_eval_plugins.judges.runtime' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[:2] == ["[]", "True"], done.stdout + done.stderr
