@@ -100,7 +100,25 @@ class JudgeFilter(Filter):
       judge_all      judge every response of a document (``repeats``), not only the first
       report_path    where to write the accounting JSON (else ``LMMS_EVAL_PLUGINS_JUDGE_REPORT``, else next to the cache)
       cache_path     overrides ``LMMS_EVAL_PLUGINS_JUDGE_CACHE``
+
+    A benchmark's hooks module binds ``JudgeFilter = JudgeFilter.for_benchmark(BENCHMARK)``: the filter
+    is then told the instructions its LLM judge applies (the spec's ``judge_prompt``), in an installed
+    package and in an exported task folder alike; nothing searches for them.
     """
+
+    told_prompt: str | None = None  # the task's judge instructions (for_benchmark); None: the judge looks them up
+
+    @classmethod
+    def for_benchmark(cls, spec: Any, module: str | None = None) -> type[JudgeFilter]:
+        """This filter told ``spec``'s judge instructions (its ``judge_prompt``), as a class lmms-eval can
+        build from a YAML (``!function utils.JudgeFilter``). ``module``: the hooks module that binds it
+        (default: the caller's), so the class pickles by that name."""
+        import sys
+
+        told = type(cls.__name__, (cls,), {"told_prompt": getattr(spec, "judge_prompt", None) or None})
+        told.__qualname__ = cls.__qualname__
+        told.__module__ = module or sys._getframe(1).f_globals.get("__name__", cls.__module__)
+        return told
 
     def __init__(
         self,
@@ -153,7 +171,8 @@ class JudgeFilter(Filter):
         factory = load_judge_class(self.judge_name)
         is_llm = isinstance(factory, type) and issubclass(factory, LLMJudge)
         if is_llm:
-            self.judge = factory(sampling={**dict(sampling or {}), **sampling_from_env()})
+            told = {"system_prompt": self.told_prompt} if self.told_prompt and _takes_prompt(factory) else {}
+            self.judge = factory(sampling={**dict(sampling or {}), **sampling_from_env()}, **told)
         else:
             self.judge = factory()
         self.settings = RuntimeSettings.from_env(concurrency=concurrency)
@@ -260,6 +279,16 @@ class JudgeFilter(Filter):
                 f"judge {self.judge.name}: {n_err} judge error(s) in {len(by_slot)} responses ({rate:.1%}); threshold {self.max_error_rate:.1%}"
             )
         return out
+
+
+def _takes_prompt(factory: Any) -> bool:
+    """Whether a judge class takes ``system_prompt`` (the built-in LLM judges do; a third-party one may not)."""
+    import inspect
+
+    try:
+        return "system_prompt" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _aligned_docs(resps: Sequence[Any], docs: Any, instances: Any) -> list[Any]:

@@ -13,7 +13,6 @@ judge instance).  ``register_judge`` adds one at run time (tests, notebooks).
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from importlib import import_module
 from importlib.metadata import entry_points
@@ -120,35 +119,22 @@ def load_judge_class(name: str) -> Callable[..., Judge]:
         raise UnknownJudgeError(f"the judge entry point {name!r} ({eps[name].value}) failed to load: {exc!r}") from exc
 
 
-def _loaded_benchmarks() -> list[Any]:
-    """The benchmark specs this process has imported (``spec.BENCHMARK``; a task folder's utils.py
-    imports its own). In an exported task folder they are the only ones: its vendored modules have no
-    installed entry points, and the installed package's specs are other classes."""
-    from lmms_eval_plugins.benchmark import Benchmark
-
-    loaded = [vars(m).get("BENCHMARK") for m in list(sys.modules.values()) if hasattr(m, "__dict__")]
-    return [spec for spec in loaded if isinstance(spec, Benchmark)]
-
-
 def declared_prompt(judge: str) -> str:
-    """The instructions (system prompt) that the benchmarks using ``judge`` declare: their spec's
-    ``judge_prompt`` (a benchmark's official judging prompt lives with the benchmark; the judge applies
-    it), from the specs already imported, else from every installed one. One text is needed: none, or
-    two that differ, is a :class:`JudgeConfigError`."""
+    """The instructions (system prompt) that the installed benchmarks using ``judge`` declare: their
+    spec's ``judge_prompt`` (a benchmark's official judging prompt lives with the benchmark; the judge
+    applies it). A task is told its prompt (``JudgeFilter.for_benchmark``): this lookup serves the callers
+    that judge without a task (``judge-agreement``, library calls). One text is needed: none, or two that
+    differ, is a :class:`JudgeConfigError`."""
     from lmms_eval_plugins.benchmark import registry
 
-    prompts: dict[str, str] = {}
-    for specs in (_loaded_benchmarks, lambda: list(registry().values())):
-        prompts = {b.name: b.judge_prompt for b in specs() if b.judge == judge and b.judge_prompt}
-        if prompts:
-            break
+    prompts = {b.name: b.judge_prompt for b in registry().values() if b.judge == judge and b.judge_prompt}
     if len(set(prompts.values())) == 1:
         return next(iter(prompts.values()))
     if not prompts:
         raise JudgeConfigError(
             f"no installed benchmark declares the instructions of the judge {judge!r}; fix: set "
             f"judge={judge!r} and judge_prompt=<its system prompt> in the benchmark's Benchmark spec "
-            "(or reinstall the package)"
+            "(or reinstall the package), or give the judge its system_prompt"
         )
     raise JudgeConfigError(
         f"the benchmarks {', '.join(sorted(prompts))} declare different instructions for the judge "

@@ -61,8 +61,16 @@ class SemanticMatchJudge(LLMJudge):
 
     def __init__(self, sampling=None, system_prompt: str | None = None) -> None:
         super().__init__(sampling)
-        # the instructions are the benchmark's (its spec's judge_prompt); this judge applies them
-        self.system_prompt = declared_prompt(self.name) if system_prompt is None else system_prompt
+        # the instructions are the benchmark's (its spec's judge_prompt), told by the task that uses the
+        # judge; read when first needed, so a judge that only parses replies (batch ingest) looks up nothing
+        self._system_prompt = system_prompt
+
+    @property
+    def system_prompt(self) -> str:
+        """The instructions this judge applies: told, else what the installed benchmarks using it declare."""
+        if self._system_prompt is None:
+            self._system_prompt = declared_prompt(self.name)
+        return self._system_prompt
 
     def validate_item(self, item: JudgeItem) -> None:
         if not item.reference.strip():

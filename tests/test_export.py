@@ -303,7 +303,8 @@ def test_a_judged_task_vendors_the_judges_and_finds_them_without_entry_points(tm
 )
 def test_an_exported_benchmark_carries_its_judge_prompt(tmp_path, benchmark, judge_name, prompt_ref):
     """A judge prompt is a module of its benchmark's package (an export copies no data file of it): the
-    vendored judge sends it, byte for byte, with neither the package nor entry points."""
+    exported task's filter is told it, and the vendored judge sends it byte for byte, with neither the
+    package nor entry points."""
     from lmms_eval_plugins.benchmark import load_ref
 
     prompt = load_ref(prompt_ref)
@@ -314,7 +315,8 @@ def test_an_exported_benchmark_carries_its_judge_prompt(tmp_path, benchmark, jud
         spec = importlib.util.spec_from_file_location("utils", {str(result.folder / "utils.py")!r})
         utils = importlib.util.module_from_spec(spec); spec.loader.exec_module(utils)
         from lmms_eval_plugins_{benchmark}.judges import load_judge
-        judge = load_judge({judge_name!r})
+        told = utils.JudgeFilter.told_prompt  # the task's filter is told its spec's prompt: nothing searched
+        judge = load_judge({judge_name!r}, system_prompt=told)
         assert type(judge).__module__ == "lmms_eval_plugins_{benchmark}.judges.{judge_name}", type(judge).__module__
         assert "lmms_eval_plugins" not in sys.modules
         print(hashlib.sha256(judge.system_prompt.encode("utf-8")).hexdigest())

@@ -5,8 +5,6 @@ a verdict cache filled before still hits."""
 from __future__ import annotations
 
 import hashlib
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -68,29 +66,42 @@ def _spec(name: str, judge: str, prompt: str) -> Benchmark:
     )
 
 
-def _load_spec(monkeypatch, module: str, spec: Benchmark) -> None:
-    """As a task folder's utils.py does: its spec module is imported (an exported folder's has no entry point)."""
-    monkeypatch.setitem(sys.modules, module, types.SimpleNamespace(BENCHMARK=spec))
+def _installed(monkeypatch, *specs: Benchmark) -> None:
+    """The installed benchmarks (their entry points) are ``specs``."""
+    monkeypatch.setattr("lmms_eval_plugins.benchmark.registry", lambda: {spec.name: spec for spec in specs})
 
 
-def test_an_imported_spec_declares_the_prompt_without_entry_points(monkeypatch):
-    monkeypatch.setattr("lmms_eval_plugins.benchmark.registry", lambda: {})
-    _load_spec(monkeypatch, "vendored_bench.spec", _spec("vendored_bench", "points_test", "Score each point."))
-    assert reg.declared_prompt("points_test") == "Score each point."
+def test_a_task_tells_its_judge_the_prompt_without_entry_points_or_a_search(monkeypatch):
+    # issue 38: the filter a benchmark's hooks bind is told its spec's prompt (an exported task folder
+    # has no entry points, and nothing searches the imported modules for a spec any more)
+    from lmms_eval_plugins.benchmarks.crossvid import tasks
+
+    _installed(monkeypatch)
+    monkeypatch.setenv("LMMS_EVAL_PLUGINS_JUDGE", "llm")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    told = tasks.JudgeFilter(judge="rubric", default_model="gpt-4.1")
+    assert told.unavailable is None, told.unavailable
+    assert told.judge.build_messages(ITEM)[0] == {"role": "system", "content": CCQA_JUDGE_PROMPT}
     assert RubricJudge(system_prompt="given").system_prompt == "given"  # passed in: no lookup
+    untold = RubricJudge()  # built (a batch ingest only reads replies) without a prompt to look up
+    with pytest.raises(JudgeConfigError, match="no installed benchmark declares the instructions"):
+        untold.build_messages(ITEM)
+    assert "sys.modules" not in Path(reg.__file__).read_text(encoding="utf-8")
 
 
 def test_no_prompt_or_two_prompts_is_a_named_config_error(monkeypatch):
-    monkeypatch.setattr("lmms_eval_plugins.benchmark.registry", lambda: {})
+    _installed(monkeypatch)
     with pytest.raises(
         JudgeConfigError,
         match=r"no installed benchmark declares the instructions of the judge "
         r"'points_none'; fix: set judge='points_none' and judge_prompt=",
     ):
         reg.declared_prompt("points_none")
-    _load_spec(monkeypatch, "bench_a.spec", _spec("bench_a", "points_two", "A"))
-    _load_spec(monkeypatch, "bench_b.spec", _spec("bench_b", "points_two", "B"))
+    _installed(monkeypatch, _spec("bench_a", "points_two", "A"), _spec("bench_b", "points_two", "B"))
     with pytest.raises(JudgeConfigError, match="the benchmarks bench_a, bench_b declare different instructions"):
         reg.declared_prompt("points_two")
-    _load_spec(monkeypatch, "bench_b.spec", _spec("bench_b", "points_two", "A"))  # the same text twice: fine
-    assert reg.declared_prompt("points_two") == "A"
+    _installed(monkeypatch, _spec("bench_a", "points_two", "A"), _spec("bench_b", "points_two", "A"))
+    assert reg.declared_prompt("points_two") == "A"  # the same text twice: fine
+    _installed(monkeypatch, _spec("vendored_bench", "points_test", "Score each point."))
+    assert reg.declared_prompt("points_test") == "Score each point."

@@ -93,7 +93,8 @@ from lmms_eval_plugins.data import (
     to_dataset,
 )
 from lmms_eval_plugins.errors import DataError, MediaError
-from lmms_eval_plugins.judges.filter import JudgeFilter, judged_parts  # noqa: F401  (JudgeFilter: a hook, in HOOKS)
+from lmms_eval_plugins.judges.filter import JudgeFilter as _JudgeFilter
+from lmms_eval_plugins.judges.filter import judged_parts
 from lmms_eval_plugins.media import (
     INDEX_RULES,
     folder_listing,
@@ -330,6 +331,9 @@ def ccqa_unscoring(doc: Mapping[str, Any], outcome: Any) -> Any:
         return outcome
     return outcome if judge_failure(outcome) and str(judge_failure(outcome)).startswith(NOT_JUDGED) else None
 
+
+# The judging filter the YAMLs name, told the judge instructions of this benchmark's spec.
+JudgeFilter = _JudgeFilter.for_benchmark(spec.BENCHMARK, __name__)
 
 # What the task YAMLs name (lmms_eval_plugins/task_hooks.py adds the aggregations from the spec).
 HOOKS = (

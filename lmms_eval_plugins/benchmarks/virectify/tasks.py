@@ -104,10 +104,14 @@ from lmms_eval_plugins.data import (
     to_dataset,
 )
 from lmms_eval_plugins.errors import DataError
-from lmms_eval_plugins.judges import JudgeFilter, judged_parts  # noqa: F401  (JudgeFilter: used by the task YAMLs)
+from lmms_eval_plugins.judges import JudgeFilter as _JudgeFilter
+from lmms_eval_plugins.judges import judged_parts
 from lmms_eval_plugins.prefetch import prefetched
 from lmms_eval_plugins.task_hooks import item_values
 from lmms_eval_plugins.doc_fields import CHANCE_FIELD, ORACLE_FIELD
+
+# The judging filter the YAMLs name, told the judge instructions of this benchmark's spec.
+JudgeFilter = _JudgeFilter.for_benchmark(spec.BENCHMARK, __name__)
 
 # What the task YAMLs name (lmms_eval_plugins/task_hooks.py adds the aggregations from the spec).
 HOOKS = (
