@@ -92,13 +92,29 @@ class Metric:
         }
 
 
+# The counts every task reports, computed by the core from the run (lmms_eval_plugins/outcome.py and
+# task_hooks.RUN_COUNTS), never by a benchmark: appended to every metric list of every spec.
+RUN_COUNT_METRICS: tuple[Metric, ...] = (
+    Metric("skipped", False, unit="count"),
+    Metric("unscored", False, unit="count"),
+    Metric("skipped_by_reason", False, unit="dict"),
+)
+
+
+def with_run_counts(metrics: Sequence[Metric]) -> tuple[Metric, ...]:
+    """``metrics`` ended by the run-wide counts it does not name itself."""
+    named = {m.name for m in metrics}
+    return (*metrics, *(m for m in RUN_COUNT_METRICS if m.name not in named))
+
+
 @dataclass(frozen=True)
 class Benchmark:
     """A benchmark as the core sees it.
 
     ``metric_lists`` maps each task YAML file (a name inside ``tasks_dir``) that declares a
-    ``metric_list`` to exactly that list: ``lmms-eval-plugins sync-yaml`` writes the YAML blocks from
-    it and a test fails when a file and its spec disagree.
+    ``metric_list`` to exactly that list, which the core ends with the run-wide counts
+    (:data:`RUN_COUNT_METRICS`, unless a list names them itself): ``lmms-eval-plugins sync-yaml`` writes
+    the YAML blocks from it and a test fails when a file and its spec disagree.
     """
 
     name: str  # the task-name prefix: every task of the benchmark is NAME or NAME_...
@@ -119,6 +135,12 @@ class Benchmark:
     sample_dir: Path | None = None  # where the bundled sample data lives
     readme: Path | None = None
     order: int = 100  # position in the report and in listings (ties by name)
+
+    def __post_init__(self) -> None:
+        # the run-wide counts end every metric list: the core computes them, so no spec lists them
+        object.__setattr__(
+            self, "metric_lists", {name: with_run_counts(metrics) for name, metrics in self.metric_lists.items()}
+        )
 
     def metrics(self) -> dict[str, Metric]:
         """Every metric of every task, by name (the first declaration wins)."""

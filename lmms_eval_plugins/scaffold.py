@@ -40,8 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lmms_eval_plugins.benchmark import Metric, registry
-from lmms_eval_plugins.outcome import UNSCORED_METRIC
+from lmms_eval_plugins.benchmark import Metric, registry, with_run_counts
 from lmms_eval_plugins.safe_files import write_atomic
 from lmms_eval_plugins.task_hooks import utils_text
 from lmms_eval_plugins.yaml_index import read_task_yamls
@@ -64,7 +63,6 @@ METRICS: tuple[Metric, ...] = (
         description="percent of records whose parsed option letter is the gold one",
     ),
     Metric("parse_fail", False, unit="count", description="replies with no readable option letter (scored wrong)"),
-    Metric(UNSCORED_METRIC, False, unit="count", description="failed model requests (metrics null, never wrong)"),
 )
 AGGREGATES = {"accuracy": "accuracy_of", "parse_fail": "parse_failures"}
 # The generated tasks.py's HOOKS, each with whether it reads the bundled sample data (its utils.py binds it).
@@ -222,9 +220,11 @@ def render_files(names: Names) -> dict[str, str]:
         "DIST": names.dist,
         "TEMPLATE_YAML": names.template_yaml,
         "METRICS_PY": "".join(f"    {metric_source(m)},\n" for m in METRICS),
-        "METRIC_LIST": metric_list_yaml(METRICS),
+        "METRIC_LIST": metric_list_yaml(with_run_counts(METRICS)),
         "AGGREGATES": ", ".join(sorted(AGGREGATES.values())),
-        "UTILS": utils_text(names.name, names.package, HOOKS, list(dict.fromkeys(m.hook for m in METRICS))),
+        "UTILS": utils_text(
+            names.name, names.package, HOOKS, list(dict.fromkeys(m.hook for m in with_run_counts(METRICS)))
+        ),
         "HOOKS": repr(tuple(name for name, _ in HOOKS)).replace("'", '"'),
     }
     task_dir = f"{names.package}/task_yamls/{names.name}"
@@ -448,7 +448,8 @@ from @PKG@.scoring import @AGGREGATES@
 TASKS_DIR = Path(__file__).resolve().parent / "task_yamls" / "@NAME@"
 
 # The metric table. The YAML's metric_list is generated from it: `lmms-eval-plugins sync-yaml @NAME@`.
-# Each metric names its aggregation (scoring.py); `unscored` is counted by lmms-eval-plugins itself.
+# Each metric names its aggregation (scoring.py). The run-wide counts (`skipped`, `unscored`,
+# `skipped_by_reason`) end every metric list: lmms-eval-plugins adds and computes them itself.
 METRICS = (
 @METRICS_PY@)
 
@@ -485,7 +486,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lmms_eval_plugins.data import iter_jsonl, resolve_source, source_spec, to_dataset
+from lmms_eval_plugins.data import iter_jsonl, resolve_source, source_spec, stamp_skipped, to_dataset
 from lmms_eval_plugins.errors import DataError
 from lmms_eval_plugins.messages import interleaved_messages
 from lmms_eval_plugins.parsing import Parsed, parse_option_letter
@@ -588,7 +589,8 @@ def process_docs(dataset: Any, sample_dir: Path | None = None):
                             local_layout=LOCAL_LAYOUT)
     if source.root is None:
         raise DataError(f"reading {BENCHMARK} from the hub is not written yet", fix="read HUB_REPO in process_docs")
-    return to_dataset([to_doc(r) for r in load_records(source.root / RECORDS_FILE)])
+    records = load_records(source.root / RECORDS_FILE)
+    return to_dataset(stamp_skipped([to_doc(r) for r in records], records))  # skipped: the run-wide count
 
 
 # ----------------------------------------------------------------------------------------------- prompt
@@ -828,7 +830,8 @@ def test_duplicate_ids_are_refused(tmp_path):
 def test_the_yaml_metric_list_is_the_spec_table():
     assert yaml_sync.sync(BENCHMARK, check=True) == []
     filled = tasks.process_results(doc(), ["B"])
-    assert list(filled) == [m.name for m in BENCHMARK.metrics().values()]
+    # every metric but the skipped counts, which only a doc stamped as kept from skipped records carries
+    assert list(filled) == [m.name for m in BENCHMARK.metrics().values() if m.name not in ("skipped", "skipped_by_reason")]
 
 
 def test_every_hook_the_yamls_name_is_in_utils():

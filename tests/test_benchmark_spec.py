@@ -231,3 +231,15 @@ def test_info_prints_the_installed_readme_of_a_task_or_benchmark(capsys):
     assert tasks_command.info("causalstep") == mark(B.get("causalstep").readme.read_text(encoding="utf-8"))
     with pytest.raises(SystemExit, match="no installed benchmark owns 'mmmu_val'"):
         tasks_command.info("mmmu_val")
+
+
+@pytest.mark.parametrize("name", OURS)
+def test_no_spec_lists_the_run_counts_and_every_list_ends_with_them(name):
+    # issue 38: the core appends the run-wide counts to every metric list (Benchmark.__post_init__)
+    spec = B.get(name)
+    source = (REPO / "lmms_eval_plugins" / "benchmarks" / name / "spec.py").read_text(encoding="utf-8")
+    counts = [m.name for m in B.RUN_COUNT_METRICS]
+    assert not [c for c in counts if f'"{c}"' in source or f"'{c}'" in source]
+    for metrics in spec.metric_lists.values():
+        assert [m.name for m in metrics[-len(counts) :]] == counts
+    assert B.with_run_counts(B.with_run_counts(())) == B.RUN_COUNT_METRICS  # appended once

@@ -168,7 +168,14 @@ def test_generated_python_compiles(generated):
 def test_the_spec_and_its_yaml_agree(generated_spec):
     spec = generated_spec
     assert (spec.name, spec.title) == (NAME, "Scaffold Demo")
-    assert [m.name for m in spec.metrics().values()] == ["accuracy", "parse_fail", "unscored"]
+    # the spec lists two metrics; the core ends the list with the run-wide counts
+    assert [m.name for m in spec.metrics().values()] == [
+        "accuracy",
+        "parse_fail",
+        "skipped",
+        "unscored",
+        "skipped_by_reason",
+    ]
     assert spec.metrics()["accuracy"].unit == "%" and spec.metrics()["parse_fail"].unit == "count"
     assert yaml_sync.sync(spec, check=True) == []
     assert spec.task_metrics(f"{NAME}_sample") == spec.metrics()
@@ -377,8 +384,8 @@ def test_the_report_has_a_section(installed, oracle_run, random_run):
     markdown = (out / "report.md").read_text()
     assert "\n## Scaffold E2E\n" in markdown  # the default section, titled from the spec
     table = markdown.split(f"<!-- table: {E2E}-main -->", 1)[1].split("<!--", 1)[0]
-    assert "| model | Acc | parse_fail | unscored |" in table and "| oracle | 100.00 | 0 | 0 |" in table
-    assert re.search(r"^\| random \| \d+\.\d\d \| 0 \| 0 \|$", table, re.MULTILINE), table
+    assert "| model | Acc | parse_fail | skipped | unscored |" in table and "| oracle | 100.00 | 0 | 0 | 0 |" in table
+    assert re.search(r"^\| random \| \d+\.\d\d \| 0 \| 0 \| 0 \|$", table, re.MULTILINE), table
 
 
 @pytest.mark.wheel

@@ -12,12 +12,6 @@ from typing import Any
 from lmms_eval_plugins.benchmark import Benchmark, Metric, task_folder
 from lmms_eval_plugins.benchmarks.causalstep import scoring as s
 
-_RUN_COUNTS = (
-    Metric("skipped", False, unit="count"),
-    Metric("unscored", False, unit="count"),
-    Metric("skipped_by_reason", False, unit="dict"),
-)
-
 
 def _metric(
     name: str, higher_is_better: bool, aggregate: s.Aggregation, *, logs_chain: bool = False, **kw: Any
@@ -54,7 +48,6 @@ TEMPLATE = (
     _metric("by_category", True, s.per_category({m.name: m.aggregate for m in (*CHAIN_METRICS, VIDEOS)}), unit="dict"),
     VIDEOS,
     _metric("incomplete_videos", False, s.count_incomplete_videos, unit="count"),
-    *_RUN_COUNTS,
 )
 
 BENCHMARK = Benchmark(

@@ -20,12 +20,6 @@ from lmms_eval_plugins.benchmarks.crossvid.scoring import (
     reversed_intervals,
 )
 
-# Counted by the core from the run (lmms_eval_plugins/task_hooks.py): no aggregation here.
-_RUN_COUNTS = (
-    Metric("skipped", False, unit="count"),
-    Metric("unscored", False, unit="count"),
-    Metric("skipped_by_reason", False, unit="dict"),
-)
 _SCORE = Metric(
     "score",
     True,
@@ -76,7 +70,6 @@ CCQA_TEMPLATE = (
         aggregate=ccqa_official_nan,
         description="questions whose official points are not a number (the official score is NaN then)",
     ),
-    *_RUN_COUNTS,
 )
 FSA_TEMPLATE = (
     _SCORE,
@@ -91,9 +84,8 @@ FSA_TEMPLATE = (
         aggregate=official_nan_count,
         description="replies whose official IoU is NaN (a nan time): score_strict is NaN then, as officially",
     ),
-    *_RUN_COUNTS,
 )
-TEMPLATE = (_SCORE, _SCORE_STRICT, _PARSE_FAIL, *_RUN_COUNTS)
+TEMPLATE = (_SCORE, _SCORE_STRICT, _PARSE_FAIL)
 UAV_TEMPLATE = (*TEMPLATE, _OFFICIAL_DROPPED)  # MSR/MOC
 
 BENCHMARK = Benchmark(

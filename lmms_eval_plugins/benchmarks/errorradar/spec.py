@@ -23,11 +23,6 @@ from lmms_eval_plugins.benchmarks.errorradar.scoring import (
 
 CLASSES = CATEGORIES
 _TABLE = {"precision": ("precision", "Table 5"), "recall": ("recall", "Table 4"), "f1": ("F1", "Table 6")}
-_RUN_COUNTS = (
-    Metric("skipped", False, unit="count"),
-    Metric("unscored", False, unit="count"),
-    Metric("skipped_by_reason", False, unit="dict"),
-)
 
 # A metric and its `_std` over rounds (None for a count: counts are totals over all rounds).
 Pair = tuple[Metric, "Metric | None"]
@@ -124,13 +119,13 @@ STEP_PAIRS = (
 
 
 def _one_round(pairs: tuple[Pair, ...]) -> tuple[Metric, ...]:
-    return (*(m for m, _ in pairs), *_RUN_COUNTS)
+    return tuple(m for m, _ in pairs)
 
 
 def _three_rounds(pairs: tuple[Pair, ...]) -> tuple[Metric, ...]:
     """The metrics as the 3-round task reports them: each score or breakdown (the mean over rounds,
     per key for a dict) followed by its ``_std``; counts stay totals over all rounds."""
-    return (*(m for pair in pairs for m in pair if m is not None), *_RUN_COUNTS)
+    return tuple(m for pair in pairs for m in pair if m is not None)
 
 
 CATE_TEMPLATE = _one_round(CATE_PAIRS)

@@ -32,11 +32,6 @@ _OFFICIAL_STRICT = (
     "the official report's strict_accuracy: correct with the official parser / all samples "
     "(ETC: the E_NoError records it never asks included, as officially)"
 )
-_RUN_COUNTS = (
-    Metric("skipped", False, unit="count"),
-    Metric("unscored", False, unit="count"),
-    Metric("skipped_by_reason", False, unit="dict"),
-)
 
 
 def _official(strict_item_score: str) -> tuple[Metric, ...]:
@@ -97,7 +92,6 @@ EPD_TEMPLATE = (
     Metric("no_error_rate", False, aggregate=answered_no_error, sufficient=NO_ERROR_RATE),
     Metric("false_alarm_rate", False, aggregate=false_alarms, sufficient=FALSE_ALARM_RATE),
     Metric("presence_parse_fail", False, unit="count", aggregate=unparsed_presence),
-    *_RUN_COUNTS,
 )
 ETC_TEMPLATE = (
     Metric(
@@ -112,7 +106,6 @@ ETC_TEMPLATE = (
     # not a mean of items: the official denominator adds the unasked E_NoError records (bootstrap error bar)
     *_official(strict_item_score=""),
     *_BREAKDOWNS,
-    *_RUN_COUNTS,
 )
 
 BENCHMARK = Benchmark(

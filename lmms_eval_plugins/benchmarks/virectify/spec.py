@@ -36,11 +36,6 @@ TABLE_COLUMNS = {
     "acc_r": judged_percent(FIELDS.judged),
 }
 
-_RUN_COUNTS = (
-    Metric("skipped", False, unit="count"),
-    Metric("unscored", False, unit="count"),
-    Metric("skipped_by_reason", False, unit="dict"),
-)
 # Shared by both tasks. needs_judge: computed from verdicts, so null while a sample's verdict is missing.
 ACC_R = Metric(
     "acc_r",
@@ -73,7 +68,6 @@ REFLECT_TEMPLATE = (
     ),
     JUDGE_ERRORS,
     Metric("answer_parse_fail", False, unit="count", aggregate=answer_parse_failures),
-    *_RUN_COUNTS,
 )
 
 
@@ -119,7 +113,6 @@ TEMPLATE = _parsed_logged_once(
             needs_judge=True,
             aggregate=table(group_by="solution_source", names=None, columns=TABLE_COLUMNS),
         ),
-        *_RUN_COUNTS,
     ),
     under="format_rate",
 )
