@@ -50,7 +50,7 @@ MAX_RECORDED_BYTES = 2 * 2**30  # about a million requests; a bigger file is col
 # What a resume must share with the score that collected: options that change what is asked or scored.
 # (Not --batch-wait, --batch-fallback, -v or --prices: they change how long one waits or what is printed.)
 _RUN_KEY_SKIPPED_OPTIONS = {"--batch-wait": 1, "--batch-fallback": 1, "--prices": 1, "-v": 0, "--verbose": 0}
-_RUN_KEY_SKIPPED_ENV = ("KEY", "TOKEN", "SECRET", "PASSWORD", ENV_PRICES)
+_RUN_KEY_SKIPPED_ENV = (ENV_PRICES,)  # and every credential (safe_text.is_credential_name)
 RESULTS_KEY = "lmms_eval_plugins_judges"  # where the results JSON keeps the judge accounting (compat results-hook)
 
 
@@ -164,6 +164,8 @@ def run_key(argv: list[str], env: Mapping[str, str], original_path: Path) -> str
     """What the collected requests depend on, hashed: the command's options that change what is asked
     (:data:`_RUN_KEY_SKIPPED_OPTIONS` left out), the plugin's settings in the environment (secrets left
     out), and the stored run's files (name, size, modification time)."""
+    from lmms_eval_plugins.safe_text import is_credential_name
+
     options, skip = [], 0
     for arg in argv:
         if skip:
@@ -177,7 +179,9 @@ def run_key(argv: list[str], env: Mapping[str, str], original_path: Path) -> str
     settings = sorted(
         (k, v)
         for k, v in env.items()
-        if k.startswith(("LMMS_EVAL_PLUGINS_", "OPENAI_BASE_URL")) and not any(w in k for w in _RUN_KEY_SKIPPED_ENV)
+        if k.startswith(("LMMS_EVAL_PLUGINS_", "OPENAI_BASE_URL"))
+        and k not in _RUN_KEY_SKIPPED_ENV
+        and not is_credential_name(k)
     )
     files = []
     for path in sorted(original_path.parent.glob(f"{original_path.name.split('_results')[0]}*")):
