@@ -109,15 +109,13 @@ class JudgeFilter(Filter):
     told_prompt: str | None = None  # the task's judge instructions (for_benchmark); None: the judge looks them up
 
     @classmethod
-    def for_benchmark(cls, spec: Any, module: str | None = None) -> type[JudgeFilter]:
+    def for_benchmark(cls, spec: Any, module: str) -> type[JudgeFilter]:
         """This filter told ``spec``'s judge instructions (its ``judge_prompt``), as a class lmms-eval can
         build from a YAML (``!function utils.JudgeFilter``). ``module``: the hooks module that binds it
-        (default: the caller's), so the class pickles by that name."""
-        import sys
-
+        (``__name__``), so the class pickles by that name."""
         told = type(cls.__name__, (cls,), {"told_prompt": getattr(spec, "judge_prompt", None) or None})
         told.__qualname__ = cls.__qualname__
-        told.__module__ = module or sys._getframe(1).f_globals.get("__name__", cls.__module__)
+        told.__module__ = module
         return told
 
     def __init__(

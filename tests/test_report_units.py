@@ -166,11 +166,13 @@ def test_a_default_section_prints_each_metric_in_its_unit(tmp_path):
 
     metrics = (Metric("acc", True), Metric("agree", True, unit="fraction"), Metric("fails", False, unit="count"))
     spec = Benchmark("toy", "Toy", "a toy benchmark", tmp_path, {"toy.yaml": metrics})
-    result = runs.TaskResult("toy_sample", {"acc": 50.0, "agree": 0.5, "fails": 3.0}, tmp_path / "r_results.json")
+    # the core ends the list with the run-wide counts (a run always reports them)
+    values = {"acc": 50.0, "agree": 0.5, "fails": 3.0, "skipped": 0.0, "unscored": 0.0}
+    result = runs.TaskResult("toy_sample", values, tmp_path / "r_results.json")
     run = runs.Run("m", tmp_path, "m", "", [], {"toy_sample": result})
     section = default_section(Builder([run], plots=False), [Entry(run, "sample", {None: result}, "m")], spec)
     (table,) = [block for block in section.blocks if isinstance(block, report.Table)]
-    assert table.rows == [("m", ["50.00", "0.5000", "3"])]
+    assert table.rows == [("m", ["50.00", "0.5000", "3", "0", "0"])]
 
 
 def _row(metric: str, method: str, diff: float, ci: tuple[float, float] | None, p: float | None, note: str = ""):
