@@ -101,7 +101,7 @@ class JudgeFilter(Filter):
       report_path    where to write the accounting JSON (else ``LMMS_EVAL_PLUGINS_JUDGE_REPORT``, else next to the cache)
       cache_path     overrides ``LMMS_EVAL_PLUGINS_JUDGE_CACHE``
 
-    A benchmark's hooks module binds ``JudgeFilter = JudgeFilter.for_benchmark(BENCHMARK)``: the filter
+    A benchmark's hooks module binds ``JudgeFilter = JudgeFilter.for_benchmark(BENCHMARK, __name__)``: the filter
     is then told the instructions its LLM judge applies (the spec's ``judge_prompt``), in an installed
     package and in an exported task folder alike; nothing searches for them.
     """
